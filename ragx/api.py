@@ -1,0 +1,116 @@
+"""The facade both shells (CLI, MCP) use: open a corpus, index it, report its status.
+
+Heavy parts (the embedding model, hnswlib files) load on first use, so `status` stays light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .config import Settings, load_settings, resolve_root
+from .errors import CorruptIndexError, NoIndexError
+from .index.build import IndexReport, Reporter, run_index
+from .index.diff import diff_corpus
+from .index.layout import GRAPH, VECTORS, Layout
+from .index.store import Store
+
+
+class Corpus:
+    def __init__(self, root: Path, settings: Settings | None = None):
+        self.root = root
+        self.settings = settings or load_settings(root)
+        self.layout = Layout(root)
+
+    @classmethod
+    def open(cls, root: str | Path | None = None, *, need_index: bool = False) -> "Corpus":
+        corpus = cls(resolve_root(root, must_exist_index=need_index))
+        if need_index and not corpus.layout.exists():
+            raise NoIndexError(f"no index in {corpus.root}: run `ragx index`")
+        return corpus
+
+    @cached_property
+    def embedder(self):
+        from .models.registry import make_embedder
+
+        return make_embedder(self.settings.embeddings.engine, self.settings.embeddings.model)
+
+    def index(self, *, full: bool = False, reporter: Reporter | None = None) -> IndexReport:
+        return run_index(self.root, self.settings, self.embedder, full=full, reporter=reporter)
+
+    def status(self, *, drift: bool = True, verify: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"root": str(self.root), "indexed": self.layout.exists()}
+        if not out["indexed"]:
+            out["drift"] = _drift(diff_corpus(self.root, self.settings, {})) if drift else None
+            return out
+        store = Store(self.layout.db, readonly=True)
+        try:
+            with store.snapshot():
+                manifest = store.manifest()
+                out |= store.counts()
+                out["model"] = manifest.get("embedder")
+                out["dim"] = manifest.get("dim")
+                out["generation"] = manifest.get("generation")
+                out["updated_at"] = manifest.get("updated_at")
+                out["graph"] = manifest.get("graph")
+                out["chunking"] = manifest.get("chunking")
+                if drift:
+                    out["drift"] = _drift(diff_corpus(self.root, self.settings, store.files()))
+                if verify:
+                    out["problems"] = _verify(self.layout, store, manifest)
+                    out["consistent"] = not out["problems"]
+        finally:
+            store.close()
+        return out
+
+
+def _drift(diff) -> dict[str, int]:
+    counts = diff.counts()
+    return {"new": counts["new"], "changed": counts["changed"], "deleted": counts["deleted"], "unreadable": len(diff.problems)}
+
+
+def _verify(layout: Layout, store: Store, manifest: dict) -> list[str]:
+    """Cheap whole-index checks: rows, FTS, vectors and graph all describe the same chunks."""
+    from .index.graph import Graph
+    from .index.vectors import VectorIndex
+
+    problems = []
+    ids = store.chunk_ids()
+    fts = store.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    if fts != len(ids):
+        problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}")
+    orphans = store.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} chunks belong to no file")
+    gen = layout.gen(int(manifest.get("generation", 0)))
+    if not (gen / VECTORS).exists() or not (gen / GRAPH).exists():
+        problems.append(f"derived arrays missing in {gen.name}")
+        return problems
+    try:
+        graph = Graph.load(gen / GRAPH)
+        if not np.array_equal(graph.ids, ids):
+            problems.append("graph ids differ from the stored chunk ids")
+        vindex = VectorIndex.load(gen / VECTORS, int(manifest["dim"]))
+        vindex.get(ids)  # raises if any live chunk lacks a vector
+    except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
+        problems.append(f"derived arrays unreadable: {exc}")
+    return problems
+
+
+def version_info(root: str | Path | None = None) -> dict[str, Any]:
+    try:
+        settings = load_settings(resolve_root(root), warn=False)
+    except Exception:  # noqa: BLE001 - --version must answer even beside a broken config
+        settings = load_settings(None, warn=False)
+    return {
+        "version": __version__,
+        "embeddings": dataclasses.asdict(settings.embeddings),
+    }
+
+
+__all__ = ["Corpus", "IndexReport", "version_info", "CorruptIndexError"]

@@ -1,0 +1,52 @@
+"""`ragx index`: bring the index up to date with the corpus (incremental unless --full)."""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from typing import Annotated, Callable, Iterator
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from .. import schemas
+from ..api import Corpus
+from .app import JsonOpt, RootOpt, app, emit_json, err, warn
+
+
+class RichReporter:
+    @contextmanager
+    def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
+        columns = (
+            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+            TimeElapsedColumn(), TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=err, transient=False) as progress:
+            task = progress.add_task("embed", total=total)
+            yield lambda n: progress.advance(task, n)
+
+    def warn(self, message: str) -> None:
+        warn(message)
+
+
+@app.command("index")
+def index_command(
+    root: RootOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild everything instead of updating what changed.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Index new and changed files, drop deleted ones, and repair the graph around them."""
+    corpus = Corpus.open(root)
+    err.print(f"indexing {corpus.root}")
+    report = corpus.index(full=full, reporter=RichReporter())
+    what = "rebuilt" if full else "updated"
+    err.print(
+        f"{what}: {report.files} files ({report.new} new, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.unchanged} unchanged), {report.embedded_chunks} chunks embedded from {len(report.embedded_files)} files; "
+        f"index holds {report.chunks} chunks, {report.edges} edges, {report.communities} communities; "
+        f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
+    )
+    if json_out:
+        payload = dataclasses.asdict(report)
+        payload["chunks_per_second"] = report.chunks_per_second
+        emit_json(schemas.INDEX, payload)

@@ -1,0 +1,56 @@
+"""`ragx init`: write ragx.toml at the corpus root (asks on a terminal; --yes takes the defaults)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..config import PROJECT_FILE, load_settings, parse_value, set_value
+from ..errors import UsageError
+from .app import app, err
+
+QUESTIONS = (
+    ("embeddings.engine", "Embedding engine (embedded = the bundled all-MiniLM-L6-v2, no server needed)"),
+    ("index.include", "Only index files matching these globs (comma-separated; empty = all text, docs and code)"),
+    ("index.exclude", "Never index files matching these globs (comma-separated)"),
+    ("graph.k", "Links per chunk in the similarity graph"),
+)
+
+
+@app.command("init")
+def init_command(
+    root: Annotated[Optional[str], typer.Option("--root", help="Folder to initialise (default: the working directory).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Take every default without asking.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing ragx.toml.")] = False,
+) -> None:
+    """Write ragx.toml, the corpus's committable config, at the corpus root."""
+    folder = Path(root or ".").expanduser().resolve()
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder")
+    target = folder / PROJECT_FILE
+    if target.exists() and not force:
+        raise UsageError(f"{target} already exists (use --force to overwrite)")
+    defaults = load_settings(None, warn=False)
+    answers: dict[str, object] = {}
+    interactive = not yes and sys.stdin.isatty()
+    for key, question in QUESTIONS:
+        section, name = key.split(".")
+        value = getattr(getattr(defaults, section), name)
+        if interactive:
+            shown = ",".join(value) if isinstance(value, tuple) else str(value)
+            text = typer.prompt(question, default=shown, show_default=True)
+            value = parse_value(key, text) if text != "" else ()
+        answers[key] = value
+    if target.exists():
+        target.unlink()
+    target.write_text(
+        "# ragx settings for this corpus (commit this file). Keys not set here take the built-in defaults;\n"
+        "# `ragx config get` lists them all, `ragx config set KEY VALUE` changes one.\n",
+        encoding="utf-8",
+    )
+    for key, value in answers.items():
+        set_value(target, key, value)
+    err.print(f"wrote {target}")

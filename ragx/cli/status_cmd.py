@@ -1,0 +1,47 @@
+"""`ragx status`: what the index holds, whether it is consistent, and how far the corpus drifted."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .. import schemas
+from ..api import Corpus
+from ..errors import EXIT_EMPTY, EXIT_ERROR
+from .app import JsonOpt, RootOpt, app, emit_json, out
+
+
+@app.command("status")
+def status_command(
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+    no_drift: Annotated[bool, typer.Option("--no-drift", help="Skip scanning the corpus for changes.")] = False,
+) -> None:
+    """Files, chunks, edges, communities, model, and drift (new/changed/deleted files) against the index."""
+    corpus = Corpus.open(root)
+    info = corpus.status(drift=not no_drift)
+    # Exit 1 (success, nothing there) when not indexed; 2 when the index is inconsistent.
+    code = EXIT_EMPTY if not info["indexed"] else (0 if info["consistent"] else EXIT_ERROR)
+    if json_out:
+        emit_json(schemas.STATUS, info)
+        raise typer.Exit(code)
+    if not info["indexed"]:
+        out.print(f"{info['root']}: not indexed yet (run `ragx index`)")
+    else:
+        out.print(f"root        {info['root']}")
+        out.print(f"model       {info['model']} (dim {info['dim']})")
+        out.print(f"files       {info['files']}")
+        out.print(f"chunks      {info['chunks']}")
+        out.print(f"edges       {info['edges']}  (k={info['graph']['k']}, min_sim={info['graph']['min_sim']})")
+        out.print(f"communities {info['communities']}")
+        out.print(f"updated     {info['updated_at']}")
+        state = "consistent" if info["consistent"] else "INCONSISTENT: " + "; ".join(info["problems"])
+        out.print(f"integrity   {state}")
+    d = info.get("drift")
+    if d is not None:
+        line = f"drift       {d['new']} new, {d['changed']} changed, {d['deleted']} deleted"
+        if d["unreadable"]:
+            line += f", {d['unreadable']} unreadable"
+        out.print(line)
+    raise typer.Exit(code)

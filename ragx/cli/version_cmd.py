@@ -1,0 +1,39 @@
+"""`ragx --version`: the version and the effective models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import schemas
+from ..api import version_info
+from .app import app, emit_json
+
+
+def _show_version(value: bool) -> None:
+    if not value:
+        return
+    info = version_info()
+    emb = info["embeddings"]
+    typer.echo(f"ragx {info['version']} (embeddings: {emb['engine']} {emb['model']})")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and the effective models.")
+    ] = None,
+) -> None:
+    """Local semantic search over a folder of files, following the chunk similarity graph."""
+
+
+@app.command("version")
+def version_command(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the version and the effective models."""
+    info = version_info()
+    if json_out:
+        emit_json(schemas.VERSION, info)
+    else:
+        _show_version(True)

@@ -1,0 +1,30 @@
+"""Leiden communities over the similarity graph (graspologic-native), seeded and deterministic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+NO_COMMUNITY = -1  # chunks without edges belong to no community
+
+
+def leiden(ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, resolution: float, seed: int) -> np.ndarray:
+    """Community of each id in `ids` (NO_COMMUNITY where it has no edge), numbered by size then id."""
+    out = np.full(len(ids), NO_COMMUNITY, dtype=np.int64)
+    if len(a) == 0:
+        return out
+    import graspologic_native as gn
+
+    # The edge list's order is part of the algorithm's input: keep it canonical (sorted by a, b).
+    order = np.lexsort((b, a))
+    edges = list(zip(a[order].astype(str).tolist(), b[order].astype(str).tolist(), w[order].tolist()))
+    _, partition = gn.leiden(edges=edges, resolution=resolution, seed=seed, use_modularity=True, trials=1)
+    nodes = np.fromiter((int(n) for n in partition), dtype=np.int64, count=len(partition))
+    labels = np.fromiter(partition.values(), dtype=np.int64, count=len(partition))
+    # Renumber: largest community first, ties by smallest member id, so numbers are stable and readable.
+    uniq, inv, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    first = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(first, inv, nodes)
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[np.lexsort((first, -sizes))] = np.arange(len(uniq))
+    out[np.searchsorted(ids, nodes)] = rank[inv]
+    return out

@@ -1,0 +1,66 @@
+"""What changed in a corpus since its last index run: new, changed, deleted and unchanged files.
+
+A file whose size and mtime match the stored row is unchanged without being read; otherwise it is
+hashed, and only a different hash makes it changed (a `touch` is not a change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Settings
+from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes
+from .store import FileRow
+
+
+@dataclass
+class CorpusDiff:
+    new: list[FoundFile] = field(default_factory=list)
+    changed: list[FoundFile] = field(default_factory=list)
+    touched: list[tuple[FoundFile, FileRow]] = field(default_factory=list)  # new stat, same content
+    deleted: list[FileRow] = field(default_factory=list)
+    unchanged: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.new or self.changed or self.deleted)
+
+    def counts(self) -> dict[str, int]:
+        return {"new": len(self.new), "changed": len(self.changed), "deleted": len(self.deleted), "unchanged": self.unchanged}
+
+
+def discover_settings(settings: Settings) -> DiscoverSettings:
+    s = settings.index
+    return DiscoverSettings(
+        include=tuple(s.include), exclude=tuple(s.exclude), max_file_bytes=s.max_file_bytes, follow_symlinks=s.follow_symlinks
+    )
+
+
+def diff_corpus(root: Path, settings: Settings, stored: dict[str, FileRow]) -> CorpusDiff:
+    found: Discovery = discover(root, discover_settings(settings))
+    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
+    seen = set()
+    for f in found.files:
+        seen.add(f.path)
+        row = stored.get(f.path)
+        if row is None:
+            out.new.append(f)
+        elif row.size == f.size and row.mtime_ns == f.mtime_ns:
+            out.unchanged += 1
+        else:
+            try:
+                with open(f.abspath, "rb") as fh:
+                    digest = hash_bytes(fh.read())
+            except OSError as exc:
+                out.problems.append(Problem(f.path, exc.strerror or str(exc)))
+                continue
+            if digest == row.hash:
+                out.touched.append((f, row))
+                out.unchanged += 1
+            else:
+                out.changed.append(f)
+    out.deleted = [row for path, row in stored.items() if path not in seen]
+    return out

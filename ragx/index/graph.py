@@ -1,0 +1,127 @@
+"""The chunk similarity graph: exact top-k lists by blocked matrix products, and CSR adjacency.
+
+Each chunk keeps its own top-k most similar chunks whose cosine reaches `min_sim` (the `knn` rows);
+the graph is the undirected union of those lists, weight = cosine. A pair's weight is computed in one
+canonical way (float64 dot of the two stored unit vectors), so it is the same number whichever side
+found it and whether the run was full or incremental.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+BLOCK_ROWS = 512  # rows per matrix product: 512 x 100k float32 = 200 MB at most
+
+
+def pair_weights(vec_of, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Canonical edge weight: float64 dot of the stored float32 unit vectors."""
+    va = vec_of(a).astype(np.float64)
+    vb = vec_of(b).astype(np.float64)
+    return np.einsum("ij,ij->i", va, vb)
+
+
+def top_k_lists(
+    row_ids: np.ndarray, row_vecs: np.ndarray, all_ids: np.ndarray, all_vecs: np.ndarray, k: int, min_sim: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each row, its k most similar other chunks with cosine >= min_sim: (src, dst) id arrays.
+
+    Ties are broken by the smaller chunk id so the lists do not depend on block layout.
+    """
+    srcs, dsts = [], []
+    kk = min(k + 1, len(all_ids))
+    for start in range(0, len(row_ids), BLOCK_ROWS):
+        ids = row_ids[start : start + BLOCK_ROWS]
+        sims = row_vecs[start : start + BLOCK_ROWS] @ all_vecs.T
+        sims[all_ids[None, :] == ids[:, None]] = -np.inf  # never your own neighbour
+        if kk < len(all_ids):
+            part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+        else:
+            part = np.broadcast_to(np.arange(len(all_ids)), (len(ids), len(all_ids)))
+        cand_sims = np.take_along_axis(sims, part, axis=1)
+        cand_ids = all_ids[part]
+        order = np.lexsort((cand_ids, -cand_sims), axis=1)[:, :k]
+        top_sims = np.take_along_axis(cand_sims, order, axis=1)
+        top_ids = np.take_along_axis(cand_ids, order, axis=1)
+        keep = top_sims >= min_sim
+        srcs.append(np.repeat(ids, keep.sum(axis=1)))
+        dsts.append(top_ids[keep])
+    if not srcs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(srcs).astype(np.int64), np.concatenate(dsts).astype(np.int64)
+
+
+def gaining_rows(
+    new_ids: np.ndarray, new_vecs: np.ndarray, old_ids: np.ndarray, old_vecs: np.ndarray,
+    src: np.ndarray, weight: np.ndarray, k: int, min_sim: float,
+) -> np.ndarray:
+    """Old chunks whose top-k list would take in one of the new chunks (so must be recomputed)."""
+    if len(new_ids) == 0 or len(old_ids) == 0:
+        return np.empty(0, np.int64)
+    # Each old chunk's list length and weakest weight, from the current rows.
+    pos = np.searchsorted(old_ids, src)
+    count = np.bincount(pos, minlength=len(old_ids))
+    weakest = np.full(len(old_ids), np.inf)
+    np.minimum.at(weakest, pos, weight)
+    best_new = np.full(len(old_ids), -np.inf, dtype=np.float32)
+    for start in range(0, len(new_ids), BLOCK_ROWS):
+        sims = new_vecs[start : start + BLOCK_ROWS] @ old_vecs.T
+        best_new = np.maximum(best_new, sims.max(axis=0))
+    gains = (best_new >= min_sim) & ((count < k) | (best_new >= weakest - 1e-6))
+    return old_ids[gains]
+
+
+def undirected(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique undirected edges (a < b) of directed kNN rows."""
+    a = np.minimum(src, dst)
+    b = np.maximum(src, dst)
+    key = np.stack([a, b], axis=1)
+    uniq, first = np.unique(key, axis=0, return_index=True)
+    return uniq[:, 0], uniq[:, 1], weight[first]
+
+
+@dataclass
+class Graph:
+    """CSR adjacency over chunk ids: neighbours of ids[i] are nbr[indptr[i]:indptr[i+1]]."""
+
+    ids: np.ndarray      # int64, sorted: every live chunk id
+    indptr: np.ndarray   # int64 (len(ids) + 1)
+    nbr: np.ndarray      # int64 chunk ids
+    weight: np.ndarray   # float64, same as the store's edge weight
+
+    @classmethod
+    def from_edges(cls, ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> "Graph":
+        src = np.concatenate([a, b])
+        dst = np.concatenate([b, a])
+        ww = np.concatenate([w, w])
+        order = np.lexsort((dst, src))
+        src, dst, ww = src[order], dst[order], ww[order]
+        pos = np.searchsorted(ids, src)
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.add.at(indptr, pos + 1, 1)
+        return cls(ids, np.cumsum(indptr), dst.astype(np.int64), ww.astype(np.float64))
+
+    def position(self, chunk_ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.ids, chunk_ids)
+
+    def neighbors(self, chunk_id: int) -> tuple[np.ndarray, np.ndarray]:
+        i = int(self.position(np.array([chunk_id]))[0])
+        if i >= len(self.ids) or self.ids[i] != chunk_id:
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        lo, hi = self.indptr[i], self.indptr[i + 1]
+        return self.nbr[lo:hi], self.weight[lo:hi]
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.nbr) // 2
+
+    def save(self, path: Path) -> None:
+        with open(path, "wb") as fh:
+            np.savez(fh, ids=self.ids, indptr=self.indptr, nbr=self.nbr, weight=self.weight)
+
+    @classmethod
+    def load(cls, path: Path) -> "Graph":
+        with np.load(path) as z:
+            return cls(z["ids"], z["indptr"], z["nbr"], z["weight"])

@@ -1,0 +1,72 @@
+"""Where an index lives on disk, and the lock that keeps one writer at a time.
+
+`<root>/.ragx/index.sqlite` is the source of truth. Derived arrays (the HNSW file, the CSR graph, the
+live chunk ids) live in a generation folder `gen-NNNNNN/` that is fully written and renamed into place
+*before* the SQLite commit that names it in the manifest. A reader takes the generation from the
+manifest inside a read transaction, so it always pairs rows and arrays of the same commit; a crash at
+any point leaves at most an orphan folder, which the next run deletes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..config import INDEX_DIR
+from ..errors import IndexBusyError
+
+VECTORS = "vectors.hnsw"
+GRAPH = "graph.npz"
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def dir(self) -> Path:
+        return self.root / INDEX_DIR
+
+    @property
+    def db(self) -> Path:
+        return self.dir / "index.sqlite"
+
+    def gen(self, number: int) -> Path:
+        return self.dir / f"gen-{number:06d}"
+
+    def exists(self) -> bool:
+        return self.db.exists()
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """Exclusive lock for an index run; released by the OS if the process dies."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexBusyError(f"another `ragx index` is running on {self.root}") from None
+            yield
+        finally:
+            os.close(fd)
+
+    def remove_stale(self, keep: set[int]) -> None:
+        """Delete generation folders (and half-written ones) not in `keep`. Call with the lock held."""
+        for entry in self.dir.glob("gen-*"):
+            name = entry.name.removeprefix("gen-")
+            if not (name.isdigit() and int(name) in keep):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

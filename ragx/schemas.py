@@ -1,0 +1,30 @@
+"""The versioned JSON documents ragx prints. Every `--json` output is exactly one of these.
+
+A consumer checks `schema` first; a change that removes or renames a field gets a new version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+STATUS = "ragx.status.v1"
+INDEX = "ragx.index.v1"
+CONFIG = "ragx.config.v1"
+VERSION = "ragx.version.v1"
+DATA = "ragx.data.v1"
+QUERY = "ragx.query.v1"
+FILES = "ragx.files.v1"
+INSPECT = "ragx.inspect.v1"
+EVAL = "ragx.eval.v1"
+DOCTOR = "ragx.doctor.v1"
+ERROR = "ragx.error.v1"
+
+
+def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"schema": schema, **payload}
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Stable text: keys in insertion order, floats as Python's shortest round-trip repr."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False)

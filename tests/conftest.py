@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def isolated_rc(tmp_path_factory, monkeypatch):
+    """No test reads or writes the developer's ~/.ragxrc."""
+    rc = tmp_path_factory.mktemp("rc") / "ragxrc"
+    monkeypatch.setenv("RAGX_RC", str(rc))
+    return rc
+
+
+@pytest.fixture
+def hash_embedder():
+    from fakes import HashEmbedder
+
+    return HashEmbedder()

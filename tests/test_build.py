@@ -1,0 +1,167 @@
+"""Index runs end to end with the fast hash embedder: incremental equals full, crash-safe, byte-exact."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fakes import HashEmbedder
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.errors import ManifestMismatchError
+from ragx.index.build import run_index
+from ragx.index.graph import Graph
+from ragx.index.layout import GRAPH, Layout
+
+TOPICS = {
+    "astronomy": "stars galaxies telescope orbit planet comet nebula light years cosmic",
+    "cooking": "flour butter oven bake bread recipe sugar dough yeast kitchen",
+    "sailing": "boat wind sail harbour keel mast rope anchor tide knot",
+}
+
+
+def make_corpus(root: Path, n_per_topic: int = 6) -> None:
+    # Random word choices: no two chunks are the same bag of words, so no similarity ties
+    # (ties would be broken by chunk id, which differs between incremental and full runs).
+    rng = random.Random(7)
+    for topic, words in TOPICS.items():
+        w = words.split()
+        for i in range(n_per_topic):
+            body = "\n\n".join(f"## Part {p}\n\n" + " ".join(rng.choice(w) for _ in range(40)) for p in range(3))
+            (root / f"{topic}-{i}.md").write_text(f"# {topic} {i}\n\n{body}\n", encoding="utf-8")
+    (root / "notes.txt").write_text("A plain text note about bread and the oven.\n", encoding="utf-8")
+
+
+def graph_by_location(root: Path) -> set[tuple]:
+    """The undirected edge set keyed by (path, ordinal), so two indexes with other ids compare."""
+    db = sqlite3.connect(root / ".ragx" / "index.sqlite")
+    loc = {cid: (p, o) for cid, p, o in db.execute("SELECT c.id, f.path, c.ordinal FROM chunks c JOIN files f ON f.id = c.file_id")}
+    edges = {tuple(sorted((loc[a], loc[b]))) + (round(w, 12),) for a, b, w in db.execute("SELECT a, b, weight FROM edges")}
+    db.close()
+    return edges
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    make_corpus(tmp_path)
+    return tmp_path
+
+
+def index(root: Path, embedder=None, full=False):
+    embedder = embedder or HashEmbedder()
+    return run_index(root, load_settings(root), embedder, full=full), embedder
+
+
+def test_first_run_indexes_everything_and_chunks_are_byte_slices(corpus):
+    report, emb = index(corpus)
+    assert report.files == 19 and report.new == 19
+    assert report.chunks == report.embedded_chunks == len(emb.embedded) > 19
+    assert report.edges > 0 and report.communities >= 2
+    db = sqlite3.connect(corpus / ".ragx" / "index.sqlite")
+    rows = db.execute("SELECT f.path, c.byte_start, c.byte_end, c.line_start, c.line_end, c.text FROM chunks c JOIN files f ON f.id = c.file_id")
+    for path, bs, be, ls, le, text in rows:
+        data = (corpus / path).read_bytes()
+        assert data[bs:be].decode("utf-8") == text
+        assert ls == data[:bs].count(b"\n") + 1
+        assert le == data[: be - 1].count(b"\n") + 1
+    status = Corpus(corpus).status()
+    assert status["consistent"], status["problems"]
+    assert status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+
+
+def test_store_edges_and_csr_agree_exactly(corpus):
+    index(corpus)
+    layout = Layout(corpus)
+    db = sqlite3.connect(layout.db)
+    gen = db.execute("SELECT value FROM manifest WHERE key = 'generation'").fetchone()[0]
+    graph = Graph.load(layout.gen(int(gen)) / GRAPH)
+    stored = {(a, b): w for a, b, w in db.execute("SELECT a, b, weight FROM edges")}
+    assert graph.n_edges == len(stored)
+    for node in graph.ids[:10].tolist():
+        nbr, wt = graph.neighbors(node)
+        for other, w in zip(nbr.tolist(), wt.tolist()):
+            assert stored[(min(node, other), max(node, other))] == w
+    k = load_settings(corpus).graph.k
+    per_src = db.execute("SELECT max(n) FROM (SELECT count(*) n FROM knn GROUP BY src)").fetchone()[0]
+    assert per_src <= k
+
+
+def test_nothing_changed_embeds_nothing(corpus):
+    index(corpus)
+    report, emb = index(corpus)
+    assert emb.embedded == [] and report.unchanged == 19 and report.new == report.changed == report.deleted == 0
+
+
+def test_touch_without_edit_is_not_a_change(corpus):
+    index(corpus)
+    f = corpus / "cooking-1.md"
+    f.write_bytes(f.read_bytes())
+    report, emb = index(corpus)
+    assert emb.embedded == [] and report.changed == 0
+
+
+def test_incremental_edits_equal_a_full_rebuild(corpus, tmp_path_factory):
+    index(corpus)
+    (corpus / "cooking-2.md").write_text("# cooking 2\n\nstars telescope orbit comet bread oven\n", encoding="utf-8")
+    (corpus / "sailing-0.md").unlink()
+    (corpus / "new-topic.md").write_text("# new\n\nanchor harbour galaxies nebula flour yeast\n", encoding="utf-8")
+    report, emb = index(corpus)
+    assert (report.new, report.changed, report.deleted) == (1, 1, 1)
+    assert report.embedded_files == ["cooking-2.md", "new-topic.md"]
+    assert all("note" not in t or "cooking 2" in t or "new" in t for t in emb.embedded)
+    incremental = graph_by_location(corpus)
+
+    index(corpus, full=True)
+    assert graph_by_location(corpus) == incremental
+    assert Corpus(corpus).status()["consistent"]
+
+
+def test_chunk_ids_are_never_reused(corpus):
+    index(corpus)
+    db = sqlite3.connect(corpus / ".ragx" / "index.sqlite")
+    before = {r[0] for r in db.execute("SELECT id FROM chunks")}
+    (corpus / "cooking-0.md").write_text("# cooking 0\n\nchanged text about dough\n", encoding="utf-8")
+    index(corpus)
+    after = {r[0] for r in db.execute("SELECT id FROM chunks")}
+    assert min(after - before) > max(before)
+
+
+def test_manifest_guard_asks_for_full(corpus):
+    index(corpus)
+    with pytest.raises(ManifestMismatchError, match="--full"):
+        index(corpus, embedder=HashEmbedder(name="test:other-model"))
+    report, _ = index(corpus, embedder=HashEmbedder(name="test:other-model"), full=True)
+    assert report.chunks > 0
+
+
+def test_crash_before_commit_leaves_previous_index_and_next_run_repairs(corpus, monkeypatch):
+    index(corpus)
+    before = Corpus(corpus).status()
+    (corpus / "cooking-3.md").write_text("# cooking 3\n\nsomething else entirely\n", encoding="utf-8")
+
+    import ragx.index.build as build
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt  # stands for a kill between writing arrays and committing
+
+    monkeypatch.setattr(build.Store, "write_manifest", staticmethod(boom))
+    with pytest.raises(KeyboardInterrupt):
+        index(corpus)
+    monkeypatch.undo()
+    after_crash = Corpus(corpus).status()
+    assert after_crash["consistent"] and after_crash["chunks"] == before["chunks"]
+    assert after_crash["drift"]["changed"] == 1
+    report, emb = index(corpus)
+    assert report.changed == 1 and Corpus(corpus).status()["consistent"]
+    assert sorted(p.name for p in (corpus / ".ragx").glob("*gen-*")) == ["gen-000001", "gen-000002"]
+
+
+def test_undecodable_file_is_reported_and_skipped(corpus):
+    (corpus / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    report, _ = index(corpus)
+    assert any(p["path"] == "latin1.txt" for p in report.problems)
+    assert report.files == 19

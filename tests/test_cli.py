@@ -1,0 +1,97 @@
+"""The CLI's contract: exit codes, one JSON document on stdout, one-line errors on stderr."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakes import HashEmbedder
+from ragx.cli.main import run
+
+
+@pytest.fixture(autouse=True)
+def fake_model(monkeypatch):
+    import ragx.models.registry as registry
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+
+def call(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        run(list(args))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    (tmp_path / "a.md").write_text("# Alpha\n\nThe alpha file talks about rivers and boats.\n")
+    (tmp_path / "b.py").write_text("def beta():\n    return 'mountains'\n")
+    return tmp_path
+
+
+def test_index_then_status_json(corpus, capsys):
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "ragx.index.v1" and doc["files"] == 2 and doc["new"] == 2
+    assert "chunks/s" in err and "2 files" in err
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    status = json.loads(out)
+    assert code == 0 and status["schema"] == "ragx.status.v1"
+    assert status["consistent"] and status["files"] == 2 and status["drift"]["new"] == 0
+    (corpus / "c.txt").write_text("new file")
+    (corpus / "a.md").write_text("# Alpha\n\nedited\n")
+    _, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert json.loads(out)["drift"] == {"new": 1, "changed": 1, "deleted": 0, "unreadable": 0}
+
+
+def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert code == 1 and json.loads(out)["indexed"] is False
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("status", "--root", "/no/such/folder"), "is not a folder"),
+        (("config", "get", "graph.nope"), "unknown config key graph.nope"),
+        (("config", "set", "graph.k", "lots"), "cannot read"),
+        (("index", "--bogus"), "No such option"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(corpus, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(corpus)
+    code, out, err = call(capsys, *args)
+    assert code == 2 and out == ""
+    assert message in err
+    assert len([line for line in err.splitlines() if line.strip()]) <= 3
+
+
+def test_malformed_ragx_toml_fails_and_loses_nothing(corpus, capsys):
+    call(capsys, "index", "--root", str(corpus))
+    (corpus / "ragx.toml").write_text("[graph\n")
+    code, _, err = call(capsys, "index", "--root", str(corpus))
+    assert code == 2 and "malformed TOML" in err and err.count("\n") == 1
+    (corpus / "ragx.toml").unlink()
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["chunks"] > 0
+
+
+def test_init_yes_and_config_roundtrip(corpus, capsys, monkeypatch, isolated_rc):
+    monkeypatch.chdir(corpus)
+    code, _, err = call(capsys, "init", "--yes")
+    assert code == 0 and (corpus / "ragx.toml").exists()
+    assert call(capsys, "init", "--yes")[0] == 2  # refuses to overwrite
+    assert call(capsys, "config", "set", "graph.k", "6")[0] == 0
+    code, out, _ = call(capsys, "config", "get", "graph.k", "--json")
+    assert json.loads(out) == {"schema": "ragx.config.v1", "key": "graph.k", "value": 6, "source": str(corpus / "ragx.toml")}
+    assert call(capsys, "config", "set", "graph.k", "9", "--global")[0] == 0
+    code, out, err = call(capsys, "config", "get", "graph.k")
+    assert out.strip() == "9" and "overrides graph.k" in err
+
+
+def test_version(capsys):
+    code, out, _ = call(capsys, "--version")
+    assert code == 0 and out.startswith("ragx ") and "all-MiniLM-L6-v2" in out

@@ -1,0 +1,72 @@
+import numpy as np
+
+from ragx.index.communities import NO_COMMUNITY, leiden
+from ragx.index.graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
+
+
+def unit(rng, n, d=16):
+    v = rng.normal(size=(n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def brute_top_k(ids, vecs, k, min_sim):
+    sims = vecs.astype(np.float64) @ vecs.T.astype(np.float64)
+    out = set()
+    for i, sid in enumerate(ids):
+        order = sorted((j for j in range(len(ids)) if j != i), key=lambda j: (-sims[i, j], ids[j]))[:k]
+        out |= {(sid, ids[j]) for j in order if sims[i, j] >= min_sim}
+    return out
+
+
+def test_top_k_lists_match_brute_force_across_blocks(monkeypatch):
+    import ragx.index.graph as g
+
+    monkeypatch.setattr(g, "BLOCK_ROWS", 7)  # several blocks, uneven last one
+    rng = np.random.default_rng(0)
+    ids = np.arange(10, 10 + 60, dtype=np.int64) * 3
+    vecs = unit(rng, 60)
+    src, dst = top_k_lists(ids, vecs, ids, vecs, k=5, min_sim=0.1)
+    assert set(zip(src.tolist(), dst.tolist())) == brute_top_k(ids.tolist(), vecs, 5, 0.1)
+    assert not np.any(src == dst)
+
+
+def test_gaining_rows_finds_every_list_a_new_chunk_enters():
+    rng = np.random.default_rng(1)
+    ids = np.arange(1, 81, dtype=np.int64)
+    vecs = unit(rng, 80)
+    old, new = ids[:70], ids[70:]
+    src, dst = top_k_lists(old, vecs[:70], old, vecs[:70], k=4, min_sim=0.0)
+    w = pair_weights(lambda x: vecs[x - 1], src, dst)
+    gains = set(gaining_rows(new, vecs[70:], old, vecs[:70], src, w, 4, 0.0).tolist())
+    after_src, after_dst = top_k_lists(old, vecs[:70], ids, vecs, k=4, min_sim=0.0)
+    before = {s: set(dst[src == s].tolist()) for s in old.tolist()}
+    after = {s: set(after_dst[after_src == s].tolist()) for s in old.tolist()}
+    changed = {s for s in old.tolist() if before[s] != after[s]}
+    assert changed and changed <= gains
+
+
+def test_csr_holds_each_undirected_edge_both_ways():
+    src = np.array([1, 2, 3, 1])
+    dst = np.array([2, 1, 1, 3])
+    w = np.array([0.9, 0.9, 0.7, 0.7])
+    a, b, uw = undirected(src, dst, w)
+    assert list(zip(a.tolist(), b.tolist(), uw.tolist())) == [(1, 2, 0.9), (1, 3, 0.7)]
+    graph = Graph.from_edges(np.array([1, 2, 3, 4]), a, b, uw)
+    assert graph.n_edges == 2
+    nbr, wt = graph.neighbors(1)
+    assert nbr.tolist() == [2, 3] and wt.tolist() == [0.9, 0.7]
+    assert graph.neighbors(4)[0].size == 0
+    assert graph.neighbors(99)[0].size == 0
+
+
+def test_leiden_is_deterministic_and_finds_two_cliques():
+    ids = np.arange(1, 9)
+    pairs = [(i, j) for i in range(1, 5) for j in range(i + 1, 5)] + [(i, j) for i in range(5, 9) for j in range(i + 1, 9)]
+    pairs.append((4, 5))
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    w = np.where((a == 4) & (b == 5), 0.1, 1.0)
+    first = leiden(np.append(ids, 9), a, b, w, 1.0, 42)
+    assert np.array_equal(first, leiden(np.append(ids, 9), a, b, w, 1.0, 42))
+    assert len(set(first[:4])) == 1 and len(set(first[4:8])) == 1 and first[0] != first[4]
+    assert first[8] == NO_COMMUNITY
