@@ -14,11 +14,13 @@ import numpy as np
 
 from . import __version__
 from .config import Settings, load_settings, resolve_root
-from .errors import CorruptIndexError, NoIndexError
+from .errors import CorruptIndexError, NoIndexError, UsageError
 from .index.build import IndexReport, Reporter, run_index
 from .index.diff import diff_corpus
-from .index.layout import GRAPH, VECTORS, Layout
+from .index.layout import Layout
+from .index.snapshot import Snapshot
 from .index.store import Store
+from .search.params import Params
 
 
 class Corpus:
@@ -39,6 +41,37 @@ class Corpus:
         from .models.registry import make_embedder
 
         return make_embedder(self.settings.embeddings.engine, self.settings.embeddings.model)
+
+    @cached_property
+    def searcher(self):
+        from .search.pipeline import Searcher
+
+        if not self.layout.exists():
+            raise NoIndexError(f"no index in {self.root}: run `ragx index`")
+        return Searcher(self.layout, lambda: self.embedder)
+
+    def query(
+        self,
+        text: str,
+        *,
+        top: int | None = None,
+        files_only: bool = False,
+        explain: bool = False,
+        graph: bool = True,
+        lexical: bool = True,
+        rerank: bool = True,
+        expand: bool = True,
+        params: Params | None = None,
+    ) -> dict[str, Any]:
+        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document."""
+        from .search.pipeline import QueryOptions
+
+        p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
+        if top is not None:
+            if top < 1:
+                raise UsageError("--top must be at least 1")
+            p = p.replace(top=top)
+        return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
 
     def index(self, *, full: bool = False, reporter: Reporter | None = None) -> IndexReport:
         return run_index(self.root, self.settings, self.embedder, full=full, reporter=reporter)
@@ -76,29 +109,21 @@ def _drift(diff) -> dict[str, int]:
 
 def _verify(layout: Layout, store: Store, manifest: dict) -> list[str]:
     """Cheap whole-index checks: rows, FTS, vectors and graph all describe the same chunks."""
-    from .index.graph import Graph
-    from .index.vectors import VectorIndex
-
     problems = []
-    ids = store.chunk_ids()
+    ids, file_ids = store.chunk_files()
     fts = store.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
     if fts != len(ids):
         problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}")
     orphans = store.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
     if orphans:
         problems.append(f"{orphans} chunks belong to no file")
-    gen = layout.gen(int(manifest.get("generation", 0)))
-    if not (gen / VECTORS).exists() or not (gen / GRAPH).exists():
-        problems.append(f"derived arrays missing in {gen.name}")
-        return problems
     try:
-        graph = Graph.load(gen / GRAPH)
-        if not np.array_equal(graph.ids, ids):
-            problems.append("graph ids differ from the stored chunk ids")
-        vindex = VectorIndex.load(gen / VECTORS, int(manifest["dim"]))
-        vindex.get(ids)  # raises if any live chunk lacks a vector
+        snap = Snapshot.load(layout.gen(int(manifest.get("generation", 0))))
+        if not (np.array_equal(snap.ids, ids) and np.array_equal(snap.file_ids, file_ids)):
+            problems.append("index arrays list other chunks than the store")
+        snap.vindex.get(ids)  # raises if any live chunk lacks a vector
     except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
-        problems.append(f"derived arrays unreadable: {exc}")
+        problems.append(f"index arrays unreadable: {exc}")
     return problems
 
 

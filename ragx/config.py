@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from .errors import ConfigError, NoCorpusError, NoIndexError
+# A leaf module (one dataclass, no imports of ragx): the [search] schema is the scoring Params itself.
+from .search.params import Params
 
 PROJECT_FILE = "ragx.toml"
 INDEX_DIR = ".ragx"
@@ -56,6 +58,7 @@ class Settings:
     chunking: ChunkingSettings
     embeddings: EmbeddingSettings
     graph: GraphSettings
+    search: Params
     # Where each dotted key's effective value came from ("defaults", a ragx.toml path, an rc path).
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

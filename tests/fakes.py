@@ -6,8 +6,10 @@ model. It implements the same Embedder and TokenCounter protocols as the real en
 
 from __future__ import annotations
 
+import random
 import re
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -53,3 +55,22 @@ class HashEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._one(text)
+
+
+TOPICS = {
+    "astronomy": "stars galaxies telescope orbit planet comet nebula light years cosmic",
+    "cooking": "flour butter oven bake bread recipe sugar dough yeast kitchen",
+    "sailing": "boat wind sail harbour keel mast rope anchor tide knot",
+}
+
+
+def make_corpus(root: Path, n_per_topic: int = 6) -> None:
+    # Random word choices: no two chunks are the same bag of words, so no similarity ties
+    # (ties would be broken by chunk id, which differs between incremental and full runs).
+    rng = random.Random(7)
+    for topic, words in TOPICS.items():
+        w = words.split()
+        for i in range(n_per_topic):
+            body = "\n\n".join(f"## Part {p}\n\n" + " ".join(rng.choice(w) for _ in range(40)) for p in range(3))
+            (root / f"{topic}-{i}.md").write_text(f"# {topic} {i}\n\n{body}\n", encoding="utf-8")
+    (root / "notes.txt").write_text("A plain text note about bread and the oven.\n", encoding="utf-8")

@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import random
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fakes import HashEmbedder
+from fakes import HashEmbedder, make_corpus
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.errors import ManifestMismatchError
 from ragx.index.build import run_index
-from ragx.index.graph import Graph
-from ragx.index.layout import GRAPH, Layout
-
-TOPICS = {
-    "astronomy": "stars galaxies telescope orbit planet comet nebula light years cosmic",
-    "cooking": "flour butter oven bake bread recipe sugar dough yeast kitchen",
-    "sailing": "boat wind sail harbour keel mast rope anchor tide knot",
-}
-
-
-def make_corpus(root: Path, n_per_topic: int = 6) -> None:
-    # Random word choices: no two chunks are the same bag of words, so no similarity ties
-    # (ties would be broken by chunk id, which differs between incremental and full runs).
-    rng = random.Random(7)
-    for topic, words in TOPICS.items():
-        w = words.split()
-        for i in range(n_per_topic):
-            body = "\n\n".join(f"## Part {p}\n\n" + " ".join(rng.choice(w) for _ in range(40)) for p in range(3))
-            (root / f"{topic}-{i}.md").write_text(f"# {topic} {i}\n\n{body}\n", encoding="utf-8")
-    (root / "notes.txt").write_text("A plain text note about bread and the oven.\n", encoding="utf-8")
-
+from ragx.index.layout import Layout
+from ragx.index.snapshot import Snapshot
 
 def graph_by_location(root: Path) -> set[tuple]:
     """The undirected edge set keyed by (path, ordinal), so two indexes with other ids compare."""
@@ -78,7 +58,7 @@ def test_store_edges_and_csr_agree_exactly(corpus):
     layout = Layout(corpus)
     db = sqlite3.connect(layout.db)
     gen = db.execute("SELECT value FROM manifest WHERE key = 'generation'").fetchone()[0]
-    graph = Graph.load(layout.gen(int(gen)) / GRAPH)
+    graph = Snapshot.load(layout.gen(int(gen))).graph
     stored = {(a, b): w for a, b, w in db.execute("SELECT a, b, weight FROM edges")}
     assert graph.n_edges == len(stored)
     for node in graph.ids[:10].tolist():

@@ -6,8 +6,6 @@ and only the kNN lists they touch are recomputed (exactly: the result equals a f
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -23,7 +21,8 @@ from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
 from .communities import leiden
 from .diff import CorpusDiff, diff_corpus
 from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
-from .layout import GRAPH, VECTORS, Layout, fsync_dir
+from .layout import Layout
+from .snapshot import HNSW, Snapshot
 from .store import SCHEMA_VERSION, Store
 from .vectors import VectorIndex
 
@@ -136,7 +135,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool,
     generation = int(manifest.get("generation", 0))
     layout.remove_stale(keep={generation, generation - 1})
     current_gen = layout.gen(generation)
-    have_arrays = generation > 0 and (current_gen / VECTORS).exists()
+    have_arrays = generation > 0 and (current_gen / HNSW).exists()
 
     stored = store.files()
     diff: CorpusDiff = diff_corpus(layout.root, settings, {} if full else stored)
@@ -194,7 +193,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool,
 
     # ---- vectors ----
     if have_arrays and not full:
-        vindex = VectorIndex.load(current_gen / VECTORS, embedder.dim, extra_capacity=len(new_ids))
+        vindex = VectorIndex.load(current_gen / HNSW, embedder.dim, extra_capacity=len(new_ids))
         vindex.remove(removed)
         vindex.add(new_ids, new_vecs)
         if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
@@ -233,19 +232,13 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool,
     community = leiden(live, a, b, uw, settings.graph.leiden_resolution, settings.graph.leiden_seed)
 
     # ---- derived arrays: a new generation, complete on disk before the commit names it ----
+    next_file = int(store.db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+    stored_ids, stored_files = store.chunk_files()
+    new_file_ids = next_file + np.array([fi for fi, _ in prepared.chunks], dtype=np.int64)
+    kept_files = stored_files[np.searchsorted(stored_ids, kept_old)]
+    file_ids = np.concatenate([kept_files, new_file_ids])  # live = kept_old then new_ids, already sorted
     new_gen = generation + 1
-    target = layout.gen(new_gen)
-    tmp = layout.dir / f"tmp-gen-{new_gen:06d}-{os.getpid()}"
-    tmp.mkdir(parents=True)
-    vindex.save(tmp / VECTORS)
-    graph.save(tmp / GRAPH)
-    for name in (VECTORS, GRAPH):
-        with open(tmp / name, "rb") as fh:
-            os.fsync(fh.fileno())
-    if target.exists():  # an orphan of a crashed run that never committed
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    fsync_dir(layout.dir)
+    Snapshot(layout.gen(new_gen), file_ids, all_vecs, graph).write(layout.gen(new_gen), vindex)
 
     # ---- one transaction ----
     with store.transaction() as db:
@@ -269,7 +262,6 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool,
                 "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
                 [(f.size, f.mtime_ns, row.id) for f, row in diff.touched],
             )
-        next_file = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
         db.executemany(
             "INSERT INTO files(id, path, size, mtime_ns, hash) VALUES (?, ?, ?, ?, ?)",
             [(next_file + i, f.path, f.size, f.mtime_ns, h) for i, (f, h) in enumerate(prepared.files)],

@@ -9,8 +9,6 @@ found it and whether the run was full or incremental.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
 BLOCK_ROWS = 512  # rows per matrix product: 512 x 100k float32 = 200 MB at most
@@ -116,12 +114,3 @@ class Graph:
     @property
     def n_edges(self) -> int:
         return len(self.nbr) // 2
-
-    def save(self, path: Path) -> None:
-        with open(path, "wb") as fh:
-            np.savez(fh, ids=self.ids, indptr=self.indptr, nbr=self.nbr, weight=self.weight)
-
-    @classmethod
-    def load(cls, path: Path) -> "Graph":
-        with np.load(path) as z:
-            return cls(z["ids"], z["indptr"], z["nbr"], z["weight"])

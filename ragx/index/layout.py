@@ -20,9 +20,6 @@ from typing import Iterator
 from ..config import INDEX_DIR
 from ..errors import IndexBusyError
 
-VECTORS = "vectors.hnsw"
-GRAPH = "graph.npz"
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -58,15 +55,8 @@ class Layout:
 
     def remove_stale(self, keep: set[int]) -> None:
         """Delete generation folders (and half-written ones) not in `keep`. Call with the lock held."""
-        for entry in self.dir.glob("gen-*"):
+        for entry in [*self.dir.glob("gen-*"), *self.dir.glob("tmp-gen-*")]:
             name = entry.name.removeprefix("gen-")
-            if not (name.isdigit() and int(name) in keep):
+            if not (name.isdigit() and int(name) in keep):  # tmp-gen-* never is
                 shutil.rmtree(entry, ignore_errors=True)
 
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -134,8 +134,13 @@ class Store:
 
     # ---- chunks ---------------------------------------------------------------------------------
     def chunk_ids(self) -> np.ndarray:
-        rows = self.db.execute("SELECT id FROM chunks ORDER BY id").fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return self.chunk_files()[0]
+
+    def chunk_files(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk id (sorted) and its file id, in one query."""
+        rows = self.db.execute("SELECT id, file_id FROM chunks ORDER BY id").fetchall()
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
+        return arr[:, 0], arr[:, 1]
 
     def chunks(self, ids: Sequence[int] | np.ndarray, columns: Sequence[str] = CHUNK_COLUMNS) -> list[dict[str, Any]]:
         """Rows for `ids`, in the order given (missing ids are left out), joined with their file path."""

@@ -1,0 +1,84 @@
+"""`ragx query`: ranked chunks (or files) for a question, with locations, scores and --explain paths."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from .. import schemas
+from ..api import Corpus
+from ..errors import EXIT_EMPTY, UsageError
+from .app import JsonOpt, RootOpt, app, emit_json, out
+
+
+@app.command("query")
+def query_command(
+    text: Annotated[str, typer.Argument(help="The question; - reads it from stdin.")],
+    root: RootOpt = None,
+    top: Annotated[Optional[int], typer.Option("--top", "-n", help="How many results (default: search.top).")] = None,
+    files_only: Annotated[bool, typer.Option("--files-only", help="Rank files (sum of their best chunk scores).")] = False,
+    json_out: JsonOpt = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the seed -> edge -> chunk path behind each result.")] = False,
+    no_graph: Annotated[bool, typer.Option("--no-graph", help="Seeds only: no heat propagation.")] = False,
+    no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
+    no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
+) -> None:
+    """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
+    if text == "-":
+        text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("empty query")
+    corpus = Corpus.open(root, need_index=True)
+    doc = corpus.query(
+        text.strip(), top=top, files_only=files_only, explain=explain,
+        graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+    )
+    if json_out:
+        emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
+    elif files_only:
+        _print_files(doc, explain)
+    else:
+        _print_chunks(doc, explain)
+    if not doc["results"]:
+        if not json_out:
+            out.print("no results")
+        raise typer.Exit(EXIT_EMPTY)
+
+
+def _print_path(path: list[dict]) -> None:
+    seed = path[0]
+    legs = ", ".join(f"{k.split('_')[0]} #{v}" for k, v in seed.items() if k.endswith("_rank") and v)
+    line = f"     seed {seed['chunk_id']} ({legs or 'expansion'})"
+    for step in path[1:]:
+        line += f" -> {step['chunk_id']} (w={step['edge_weight']:.3f}, hop {step['hop']})"
+    out.print(line, highlight=False)
+
+
+def _print_chunks(doc: dict, explain: bool) -> None:
+    for r in doc["results"]:
+        b = r["breakdown"]
+        out.print(
+            f"[bold]{r['rank']:>3}. {escape(r['file'])}:{r['line_start']}-{r['line_end']}[/]  "
+            f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}, heat {b['heat']:.4f}"
+            + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
+            + f", hop {r['hop']})[/]"
+        )
+        snippet = " ".join(r["text"].split())[:200]
+        out.print(f"     {escape(snippet)}{'…' if r['truncated'] or len(snippet) == 200 else ''}", highlight=False)
+        if explain:
+            _print_path(r["path"])
+
+
+def _print_files(doc: dict, explain: bool) -> None:
+    for r in doc["results"]:
+        best = r["best_chunk"]
+        out.print(
+            f"[bold]{r['rank']:>3}. {escape(r['file'])}:{best['line_start']}-{best['line_end']}[/]  "
+            f"score {r['score']:.3f}  [dim]({len(r['chunk_ids'])} matching chunks)[/]"
+        )
+        if explain:
+            _print_path(r["path"])

@@ -1,0 +1,41 @@
+"""BM25 over the FTS5 table. Any user text becomes a valid FTS5 query: bare words OR-ed, each quoted."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import numpy as np
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words carry no topic; dropping them keeps an OR query from matching every chunk.
+STOPWORDS = frozenset(
+    """a an and are as at be but by for from has have if in into is it its no not of on or such that the their then
+    there these they this to was were will with what which who whom how why when where do does did can could
+    should would may might than so very""".split()
+)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text, or None when it has no words at all."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    kept = [w for w in words if w not in STOPWORDS] or words
+    if not kept:
+        return None
+    # Inside double quotes FTS5 reads a string (a phrase), never syntax; \w+ holds no quote to escape.
+    return " OR ".join(f'"{w}"' for w in kept)
+
+
+def bm25_matches(db: sqlite3.Connection, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
+    query = fts_query(text)
+    if query is None:
+        return np.empty(0, np.int64), np.empty(0)
+    rows = db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (query,)).fetchall()
+    if not rows:
+        return np.empty(0, np.int64), np.empty(0)
+    arr = np.array(rows, dtype=np.float64)
+    ids, scores = arr[:, 0].astype(np.int64), -arr[:, 1]  # FTS5's bm25() is lower-is-better
+    order = np.lexsort((ids, -scores))
+    return ids[order], scores[order]

@@ -1,0 +1,166 @@
+"""A query end to end: pass -> (shortlist -> rerank) -> score -> result documents.
+
+`Searcher` keeps the store connection, the index arrays and the models warm between queries (the MCP
+server and `ragx eval` reuse one), and reloads the arrays when a new index generation is committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import CorruptIndexError, ManifestMismatchError, UsageError
+from ..index.layout import Layout
+from ..index.snapshot import Snapshot
+from ..index.store import Store
+from .candidates import Candidates, PassCaps
+from .explain import explain_path
+from .params import Params
+from .retrieve import retrieval_pass
+from .score import Ranking, rank_files, score, shortlist
+
+TEXT_CHARS = 600  # result text is cut here (with "truncated": true); byte ranges locate the whole chunk
+
+
+@dataclass
+class QueryOptions:
+    files_only: bool = False
+    explain: bool = False
+    expand: bool = True
+    text_chars: int = TEXT_CHARS
+
+
+class Searcher:
+    def __init__(self, layout: Layout, embedder_factory: Callable[[], Any], reranker_factory: Callable[[], Any] | None = None):
+        self.layout = layout
+        self.store = Store(layout.db, readonly=True)
+        self._embedder_factory = embedder_factory
+        self._embedder = None
+        self._reranker_factory = reranker_factory
+        self._generation: int | None = None
+        self.snapshot: Snapshot | None = None
+        self.manifest: dict = {}
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    def refresh(self) -> None:
+        """Pick up the newest committed generation (cheap when nothing changed)."""
+        with self.store.snapshot():
+            manifest = self.store.manifest()
+        generation = manifest.get("generation")
+        if generation is None:
+            raise CorruptIndexError(f"index in {self.layout.root} has no committed generation: run `ragx index`")
+        if generation != self._generation:
+            self.snapshot = Snapshot.load(self.layout.gen(int(generation)))
+            self._generation = generation
+            self.manifest = manifest
+
+    def check_model(self) -> None:
+        built_with = self.manifest.get("embedder")
+        if built_with != self.embedder.name:
+            raise ManifestMismatchError(
+                f"index was built with embedder {built_with}, config now says {self.embedder.name}: run `ragx index --full`"
+            )
+
+    def candidates(self, query: str, params: Params, *, expand: bool = True) -> Candidates:
+        if not query.strip():
+            raise UsageError("empty query")
+        self.refresh()
+        self.check_model()
+        variants = [query]
+        qvecs = self.embedder.embed_query(query)[None, :]
+        caps = PassCaps(params.dense_n, params.lexical_n, params.hops, params.query_floor)
+        return retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps)
+
+    def rerank(self, c: Candidates, params: Params) -> None:
+        """Fill rerank scores for the shortlist, when a reranker is configured and weighted."""
+        if params.alpha <= 0 or self._reranker_factory is None:
+            return
+        picked = shortlist(c, params)
+        reranker = self._reranker_factory()
+        rows = self.store.chunks(c.nodes[picked], ("id", "text"))
+        c.rerank[picked] = reranker.score(c.query, [r["text"] for r in rows])
+        c.rerank_model = getattr(reranker, "name", None)
+
+    def search(self, query: str, params: Params, options: QueryOptions) -> dict[str, Any]:
+        c = self.candidates(query, params, expand=options.expand)
+        self.rerank(c, params)
+        ranking = score(c, params)
+        doc = files_document(self, c, ranking, params, options) if options.files_only else chunks_document(self, c, ranking, params, options)
+        doc["query"] = query
+        doc["params"] = dataclasses.asdict(params)
+        doc["variants"] = c.variants
+        doc["rerank"] = {"used": ranking.reranked, "model": c.rerank_model, **c.notes.get("rerank", {})}
+        doc["generation"] = self._generation
+        return doc
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _breakdown(c: Candidates, r: Ranking, node: int) -> dict[str, Any]:
+    rr = c.rerank[node]
+    return {
+        "dense": float(c.qsim[node]),
+        "lexical": float(c.lexical[node]),
+        "fused": float(r.fused[node]),
+        "heat": float(r.trace.heat[node]),
+        "rerank": None if np.isnan(rr) else float(rr),
+    }
+
+
+def chunks_document(s: Searcher, c: Candidates, r: Ranking, p: Params, o: QueryOptions) -> dict[str, Any]:
+    top = r.order[: p.top]
+    rows = s.store.chunks(c.nodes[top])
+    results = []
+    for rank, (node, row) in enumerate(zip(top.tolist(), rows), start=1):
+        text = row["text"]
+        item = {
+            "rank": rank,
+            "chunk_id": row["id"],
+            "file": row["path"],
+            "line_start": row["line_start"],
+            "line_end": row["line_end"],
+            "byte_start": row["byte_start"],
+            "byte_end": row["byte_end"],
+            "score": float(r.score[node]),
+            "hop": int(r.trace.hop[node]),
+            "breakdown": _breakdown(c, r, node),
+            "text": text[: o.text_chars],
+            "truncated": len(text) > o.text_chars,
+        }
+        if o.explain:
+            item["path"] = explain_path(c, p, r.trace, node)
+        results.append(item)
+    return {"results": results, "candidates": int(len(r.order))}
+
+
+def files_document(s: Searcher, c: Candidates, r: Ranking, p: Params, o: QueryOptions) -> dict[str, Any]:
+    file_ids, sums = rank_files(c, r, p)
+    file_ids, sums = file_ids[: p.top], sums[: p.top]
+    # Each shown file's chunks among the candidates, best first.
+    in_order = c.file_ids[r.order]
+    chunks_of = {int(f): c.nodes[r.order[in_order == f]].tolist() for f in file_ids.tolist()}
+    best = s.store.chunks([ids[0] for ids in chunks_of.values()])
+    results = []
+    for rank, (f, total, row) in enumerate(zip(file_ids.tolist(), sums.tolist(), best), start=1):
+        item = {
+            "rank": rank,
+            "file": row["path"],
+            "score": float(total),
+            "chunk_ids": chunks_of[f],
+            "best_chunk": {"chunk_id": row["id"], "line_start": row["line_start"], "line_end": row["line_end"]},
+        }
+        if o.explain:
+            node = int(c.local(np.array([row["id"]]))[0])
+            item["path"] = explain_path(c, p, r.trace, node)
+        results.append(item)
+    return {"results": results, "candidates": int(len(r.order))}
+

@@ -1,0 +1,92 @@
+"""The retrieval pass: the expensive, parameter-free half of a query.
+
+Embed the query, take the dense and BM25 seeds, walk the similarity graph out to the caps (every
+chunk within `hops` of a seed through chunks whose cosine to the query reaches the floor), and hand
+scoring a Candidates object of arrays. Rerank scores are filled in later for a shortlist only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from ..index.snapshot import Snapshot
+from .candidates import Candidates, PassCaps
+from .lexical import bm25_matches
+
+
+def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, caps: PassCaps) -> np.ndarray:
+    """Rows (positions in the snapshot) reachable from the seed rows within the caps, seeds included."""
+    g = snap.graph
+    reached = np.zeros(len(g.ids), dtype=bool)
+    reached[seeds] = True
+    frontier = seeds
+    for _ in range(caps.hops):
+        if len(frontier) == 0:
+            break
+        starts, ends = g.indptr[frontier], g.indptr[frontier + 1]
+        lens = ends - starts
+        idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+        rows = np.unique(g.position(g.nbr[idx]))
+        rows = rows[~reached[rows]]
+        sims = np.asarray(snap.vectors[rows]) @ query_vec
+        frontier = rows[sims >= caps.query_floor]
+        reached[frontier] = True
+    return np.flatnonzero(reached)
+
+
+def induced_csr(snap: Snapshot, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The graph restricted to `rows` (sorted), neighbours as positions within `rows`."""
+    g = snap.graph
+    starts, ends = g.indptr[rows], g.indptr[rows + 1]
+    lens = ends - starts
+    idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+    src_local = np.repeat(np.arange(len(rows)), lens)
+    dst_rows = g.position(g.nbr[idx])
+    dst_local = np.searchsorted(rows, dst_rows)
+    inside = (dst_local < len(rows)) & (rows[np.minimum(dst_local, len(rows) - 1)] == dst_rows)
+    src_local, dst_local, w = src_local[inside], dst_local[inside], g.weight[idx][inside]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src_local, minlength=len(rows)), out=indptr[1:])
+    return indptr, dst_local.astype(np.int64), w
+
+
+def retrieval_pass(
+    query: str,
+    query_vecs: np.ndarray,
+    variants: list[str],
+    snap: Snapshot,
+    db: sqlite3.Connection,
+    caps: PassCaps,
+) -> Candidates:
+    """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'."""
+    live = len(snap.ids)
+    dense_ids = [snap.vindex.search(v, caps.dense_n, live)[0] for v in query_vecs] if caps.dense_n > 0 else []
+    lex_all_ids, lex_all_scores = bm25_matches(db, query)
+    lexical_ids = lex_all_ids[: caps.lexical_n]
+    seed_ids = np.unique(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
+    seed_rows = snap.positions(seed_ids)
+    rows = _neighbourhood(snap, query_vecs[0], seed_rows, caps) if caps.hops > 0 else seed_rows
+    nodes = snap.ids[rows]
+    indptr, nbr, weight = induced_csr(snap, rows)
+    qsim = np.asarray(snap.vectors[rows]) @ query_vecs[0]
+    lexical = np.zeros(len(rows))
+    if len(lex_all_ids):
+        pos = np.searchsorted(nodes, lex_all_ids)
+        hit = (pos < len(nodes)) & (nodes[np.minimum(pos, len(nodes) - 1)] == lex_all_ids)
+        lexical[pos[hit]] = lex_all_scores[hit]
+    return Candidates(
+        query=query,
+        variants=variants,
+        dense_ids=dense_ids,
+        lexical_ids=lexical_ids,
+        nodes=nodes,
+        file_ids=snap.file_ids[rows],
+        qsim=qsim.astype(np.float32),
+        lexical=lexical,
+        indptr=indptr,
+        nbr=nbr,
+        weight=weight,
+        caps=caps,
+    )
