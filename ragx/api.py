@@ -14,7 +14,7 @@ import numpy as np
 
 from . import __version__
 from .config import Settings, load_settings, resolve_root
-from .errors import CorruptIndexError, NoIndexError, UsageError
+from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.build import IndexReport, Reporter, run_index
 from .index.diff import diff_corpus
 from .index.layout import Layout
@@ -40,7 +40,10 @@ class Corpus:
     def embedder(self):
         from .models.registry import make_embedder
 
-        return make_embedder(self.settings.embeddings.engine, self.settings.embeddings.model)
+        try:
+            return make_embedder(self.settings.embeddings.engine, self.settings.embeddings.model)
+        except ValueError as exc:  # unknown engine, model or option: a config problem
+            raise ConfigError(f"[embeddings] {exc}") from None
 
     @cached_property
     def searcher(self):

@@ -1,0 +1,304 @@
+"""Find the files of a corpus: walk the tree under a root, honour nested .gitignore files and the
+include/exclude globs, skip dot-entries, binaries and oversized files, follow symlinks that stay
+inside the root (with cycle detection), and report what could not be read.
+
+Discovery never decodes file contents; :func:`read_text` does that for the indexer and raises
+:class:`NotUTF8Error` (a :class:`UnicodeDecodeError`) for files that are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_mod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xxhash
+from pathspec import GitIgnoreSpec
+
+from ragx.ingest.filetypes import is_default_type
+
+__all__ = [
+    "ALWAYS_SKIPPED_DIRS",
+    "BINARY_SNIFF_BYTES",
+    "DiscoverSettings",
+    "Discovery",
+    "FoundFile",
+    "NotUTF8Error",
+    "Problem",
+    "discover",
+    "hash_bytes",
+    "read_text",
+]
+
+#: How much of each file is read to decide whether it is binary (a NUL byte in it means binary).
+BINARY_SNIFF_BYTES = 8192
+
+#: Directory names never descended into, besides every dot-directory (".git", ".ragx", ...).
+ALWAYS_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+
+_GITIGNORE = ".gitignore"
+
+
+@dataclass(frozen=True)
+class DiscoverSettings:
+    include: tuple[str, ...] = ()  # gitignore-style globs relative to root; empty = default types
+    exclude: tuple[str, ...] = ()  # gitignore-style globs relative to root, applied after include
+    max_file_bytes: int = 2_000_000
+    follow_symlinks: bool = True
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: str  # POSIX path relative to root, as the user sees it (through symlinks)
+    abspath: str  # absolute path through the same symlinks (open() reaches the target)
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    reason: str
+
+
+@dataclass
+class Discovery:
+    files: list[FoundFile] = field(default_factory=list)  # sorted by path
+    problems: list[Problem] = field(default_factory=list)  # worth a warning
+    skipped: list[Problem] = field(default_factory=list)  # quietly skipped (binary, too large)
+
+
+class NotUTF8Error(UnicodeDecodeError):
+    """A file that is not valid UTF-8. ``str(err)`` names the file and the first bad byte."""
+
+    def __init__(self, path: str, cause: UnicodeDecodeError):
+        super().__init__(cause.encoding, cause.object, cause.start, cause.end, cause.reason)
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"{self.path}: not valid UTF-8 (byte {self.start}: {self.reason})"
+
+    def __reduce__(self):  # keep it picklable despite the custom __init__
+        cause = UnicodeDecodeError(self.encoding, self.object, self.start, self.end, self.reason)
+        return (type(self), (self.path, cause))
+
+
+def hash_bytes(data: bytes) -> str:
+    """Content hash used to detect changed files: xxh3-128, as 32 hex digits."""
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def read_text(abspath: str | os.PathLike[str]) -> tuple[bytes, str]:
+    """Read a file: its raw bytes and their UTF-8 decoding (a BOM stays part of the text; newlines
+    are not normalised). Raises NotUTF8Error for undecodable files, OSError if unreadable."""
+    with open(abspath, "rb") as fh:
+        data = fh.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUTF8Error(os.fspath(abspath), exc) from None
+    return data, text
+
+
+# --------------------------------------------------------------------------------------------
+# the walk
+
+
+def _reason(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if exc.errno == errno.ELOOP:
+        return "symlink cycle"
+    if isinstance(exc, FileNotFoundError):
+        return "vanished while scanning"
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+_Levels = tuple[tuple[str, GitIgnoreSpec], ...]  # (directory prefix "a/b/" or "", its .gitignore)
+
+
+def _ignored(rel: str, levels: _Levels) -> bool:
+    """Nested .gitignore semantics: the deepest .gitignore with a matching pattern decides, and
+    within one file the last matching pattern wins (negations re-include)."""
+    for base, spec in reversed(levels):
+        result = spec.check_file(rel[len(base) :])
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+def _inside(real: str, root_real: str, root_prefix: str) -> bool:
+    return real == root_real or real.startswith(root_prefix)
+
+
+class _Walker:
+    def __init__(self, root: str, settings: DiscoverSettings):
+        self.settings = settings
+        self.root_abs = os.path.abspath(root)
+        self.root_real = os.path.realpath(root)
+        self.root_prefix = self.root_real.rstrip(os.sep) + os.sep
+        self.include = GitIgnoreSpec.from_lines(settings.include) if settings.include else None
+        self.exclude = GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+        self.out = Discovery()
+
+    def problem(self, path: str, reason: str) -> None:
+        self.out.problems.append(Problem(path, reason))
+
+    def skip(self, path: str, reason: str) -> None:
+        self.out.skipped.append(Problem(path, reason))
+
+    def run(self) -> Discovery:
+        if not os.path.isdir(self.root_abs):
+            if not os.path.exists(self.root_abs):
+                raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", self.root_abs)
+            raise NotADirectoryError(errno.ENOTDIR, "corpus root is not a directory", self.root_abs)
+        # stack of (dir path as walked, its real path, rel prefix "a/b/", .gitignore levels,
+        # real paths of the directories above it)
+        stack: list[tuple[str, str, str, _Levels, frozenset[str]]] = [
+            (self.root_abs, self.root_real, "", (), frozenset((self.root_real,)))
+        ]
+        while stack:
+            self.walk_dir(*stack.pop(), stack)
+        self.out.files.sort(key=lambda f: f.path)
+        self.out.problems.sort(key=lambda p: p.path)
+        self.out.skipped.sort(key=lambda p: p.path)
+        return self.out
+
+    def load_gitignore(self, path: str, rel_prefix: str, levels: _Levels) -> _Levels:
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            self.problem(rel_prefix + _GITIGNORE, _reason(exc))
+            return levels
+        lines = raw.decode("utf-8", errors="replace").splitlines()
+        try:
+            spec = GitIgnoreSpec.from_lines(lines)
+        except Exception as exc:  # a malformed pattern must not stop the walk
+            self.problem(rel_prefix + _GITIGNORE, f"unusable .gitignore: {exc}")
+            return levels
+        return levels + ((rel_prefix, spec),)
+
+    def walk_dir(self, dir_abs, dir_real, rel_prefix, levels, ancestors, stack) -> None:
+        settings = self.settings
+        try:
+            with os.scandir(dir_abs) as it:
+                entries = list(it)
+        except OSError as exc:
+            self.problem(rel_prefix.rstrip("/") or ".", _reason(exc))
+            return
+        for entry in entries:
+            if entry.name == _GITIGNORE:
+                try:
+                    if entry.is_file():
+                        levels = self.load_gitignore(entry.path, rel_prefix, levels)
+                except OSError as exc:
+                    self.problem(rel_prefix + _GITIGNORE, _reason(exc))
+                break
+        for entry in entries:
+            name = entry.name
+            if name[0] == ".":
+                continue  # dot-files and dot-directories (.git, .venv, .ragx, .gitignore...)
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                self.problem(rel_prefix + name.encode("utf-8", "surrogateescape").decode(
+                    "utf-8", "replace"), "file name is not valid UTF-8")
+                continue
+            rel = rel_prefix + name
+            is_link = False
+            try:
+                is_link = entry.is_symlink()
+                if is_link:
+                    if not settings.follow_symlinks:
+                        continue
+                    try:
+                        st = os.stat(entry.path)
+                    except FileNotFoundError:
+                        st = None
+                    is_dir = st is not None and stat_mod.S_ISDIR(st.st_mode)
+                else:
+                    st = None
+                    is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as exc:
+                if is_link and exc.errno == errno.ELOOP:
+                    if self.candidate_file(rel, name, levels):
+                        self.problem(rel, "symlink cycle")
+                else:
+                    self.problem(rel, _reason(exc))
+                continue
+
+            if is_dir:
+                if name in ALWAYS_SKIPPED_DIRS:
+                    continue
+                rel_dir = rel + "/"
+                if levels and _ignored(rel_dir, levels):
+                    continue
+                if self.exclude is not None and self.exclude.match_file(rel_dir):
+                    continue
+                if is_link:
+                    real = os.path.realpath(entry.path)
+                    if not _inside(real, self.root_real, self.root_prefix):
+                        self.problem(rel, "symlink leaves the root")
+                        continue
+                else:
+                    real = os.path.join(dir_real, name)
+                if real in ancestors:
+                    self.problem(rel, "symlink cycle")
+                    continue
+                stack.append((entry.path, real, rel_dir, levels, ancestors | {real}))
+                continue
+
+            # a file (or a broken link, a fifo, a socket, a device)
+            if not self.candidate_file(rel, name, levels):
+                continue
+            if is_link:
+                real = os.path.realpath(entry.path)
+                if not _inside(real, self.root_real, self.root_prefix):
+                    self.problem(rel, "symlink leaves the root")
+                    continue
+                if st is None:
+                    self.problem(rel, "broken symlink")
+                    continue
+            else:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    self.problem(rel, _reason(exc))
+                    continue
+            if not stat_mod.S_ISREG(st.st_mode):
+                self.skip(rel, "not a regular file")
+                continue
+            if st.st_size > settings.max_file_bytes:
+                self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
+                continue
+            try:
+                with open(entry.path, "rb") as fh:
+                    head = fh.read(BINARY_SNIFF_BYTES)
+            except OSError as exc:
+                self.problem(rel, _reason(exc))
+                continue
+            if b"\0" in head:
+                self.skip(rel, "binary")
+                continue
+            self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+
+    def candidate_file(self, rel: str, name: str, levels: _Levels) -> bool:
+        """Would a file at `rel` be indexed, judging by its path alone?"""
+        if levels and _ignored(rel, levels):
+            return False
+        if self.include is not None:
+            if not self.include.match_file(rel):
+                return False
+        elif not is_default_type(name):
+            return False
+        if self.exclude is not None and self.exclude.match_file(rel):
+            return False
+        return True
+
+
+def discover(root: str | Path, settings: DiscoverSettings | None = None) -> Discovery:
+    """Walk `root` and return the files to index (sorted by path) and what was left out."""
+    return _Walker(os.fspath(root), settings or DiscoverSettings()).run()
