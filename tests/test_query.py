@@ -82,6 +82,7 @@ def test_switches_change_the_pipeline(corpus):
 
 
 def test_files_only_ranks_files_by_top_chunk_sum(corpus, capsys):
+    (corpus / "ragx.toml").write_text("[search]\nfile_chunks = 3\n")
     code, out, _ = call(capsys, "query", "flour butter dough", "--root", str(corpus), "--files-only", "--json")
     doc = json.loads(out)
     assert code == 0 and doc["schema"] == "ragx.files.v1"

@@ -70,13 +70,17 @@ class Searcher:
             )
 
     def candidates(self, query: str, params: Params, *, expand: bool = True) -> Candidates:
+        caps = PassCaps(params.dense_n, params.lexical_n, params.hops, params.query_floor)
+        return self.pass_with_caps(query, caps, expand=expand)
+
+    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True) -> Candidates:
+        """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs)."""
         if not query.strip():
             raise UsageError("empty query")
         self.refresh()
         self.check_model()
         variants = [query]
         qvecs = self.embedder.embed_query(query)[None, :]
-        caps = PassCaps(params.dense_n, params.lexical_n, params.hops, params.query_floor)
         return retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps)
 
     def rerank(self, c: Candidates, params: Params) -> None:
