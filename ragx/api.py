@@ -76,8 +76,65 @@ class Corpus:
             p = p.replace(top=top)
         return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
 
-    def index(self, *, full: bool = False, reporter: Reporter | None = None) -> IndexReport:
-        return run_index(self.root, self.settings, self.embedder, full=full, reporter=reporter)
+    def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
+        """`what` is chunk ID, file PATH, neighbors ID, communities, or community N."""
+        from .index import inspect
+
+        searcher = self.searcher
+        searcher.refresh()
+        store, snap = searcher.store, searcher.snapshot
+
+        def number(kind: str) -> int:
+            if arg is None or not arg.strip().lstrip("-").isdigit():
+                raise UsageError(f"inspect {kind} needs a number, got {arg!r}")
+            return int(arg)
+
+        if what == "chunk":
+            return inspect.chunk(store, snap, number("chunk"))
+        if what == "file":
+            if not arg:
+                raise UsageError("inspect file needs a path relative to the corpus root")
+            return inspect.file(store, self.relative(arg))
+        if what in ("neighbors", "neighbours"):
+            return inspect.neighbors(store, snap, number("neighbors"))
+        if what == "communities":
+            return inspect.communities(store)
+        if what == "community":
+            return inspect.community(store, number("community"))
+        raise UsageError(f"unknown inspect target {what!r} (chunk, file, neighbors, communities, community)")
+
+    def relative(self, path: str | Path) -> str:
+        """A path inside the corpus as stored (POSIX, relative to the root); refuses paths outside it."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = self.root / p
+        try:
+            rel = Path(*_normalise(p).parts).relative_to(self.root.resolve())
+        except ValueError:
+            raise UsageError(f"{path} is outside the corpus root {self.root}") from None
+        return rel.as_posix()
+
+    def index(self, *, full: bool = False, path: str | Path | None = None, reporter: Reporter | None = None) -> IndexReport:
+        """Bring the index up to date; `path` (a file or folder inside the root) limits the refresh to it."""
+        only = None
+        if path is not None:
+            only = self.relative(path)
+            if not (self.root / only).exists() and not self._was_indexed(only):
+                raise UsageError(f"{path} does not exist in the corpus and was not indexed")
+        report = run_index(self.root, self.settings, self.embedder, full=full, only=only, reporter=reporter)
+        if "searcher" in self.__dict__:
+            self.searcher.refresh()
+        return report
+
+    def _was_indexed(self, only: str) -> bool:
+        """Whether the index holds `only` or files below it (a deleted path may still be refreshed)."""
+        if not self.layout.exists():
+            return False
+        store = Store(self.layout.db, readonly=True)
+        try:
+            return any(p == only or p.startswith(only + "/") for p in store.files())
+        finally:
+            store.close()
 
     def status(self, *, drift: bool = True, verify: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"root": str(self.root), "indexed": self.layout.exists()}
@@ -103,6 +160,13 @@ class Corpus:
         finally:
             store.close()
         return out
+
+
+def _normalise(p: Path) -> Path:
+    """Resolve `..` and symlinked parents without requiring the path to exist."""
+    import os
+
+    return Path(os.path.realpath(p))
 
 
 def _drift(diff) -> dict[str, int]:

@@ -145,3 +145,13 @@ def test_undecodable_file_is_reported_and_skipped(corpus):
     report, _ = index(corpus)
     assert any(p["path"] == "latin1.txt" for p in report.problems)
     assert report.files == 19
+
+
+def test_index_limited_to_a_path_leaves_other_changes_for_later(corpus):
+    index(corpus)
+    (corpus / "sub").mkdir()
+    (corpus / "sub" / "inside.md").write_text("# inside\n\nharbour anchor\n")
+    (corpus / "outside.md").write_text("# outside\n\nflour yeast\n")
+    report = run_index(corpus, load_settings(corpus), HashEmbedder(), only="sub")
+    assert report.new == 1 and report.embedded_files == ["sub/inside.md"]
+    assert Corpus(corpus).status()["drift"]["new"] == 1  # outside.md still waits

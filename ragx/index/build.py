@@ -112,7 +112,10 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
     return prepared
 
 
-def run_index(root: Path, settings: Settings, embedder, *, full: bool = False, reporter: Reporter | None = None) -> IndexReport:
+def run_index(
+    root: Path, settings: Settings, embedder, *, full: bool = False, only: str | None = None, reporter: Reporter | None = None
+) -> IndexReport:
+    """`only`: a POSIX path relative to the root (file or folder); other files are left as indexed."""
     reporter = reporter or SilentReporter()
     started = time.perf_counter()
     layout = Layout(root)
@@ -120,14 +123,16 @@ def run_index(root: Path, settings: Settings, embedder, *, full: bool = False, r
     with layout.writer_lock():
         store = Store(layout.db, create=True)
         try:
-            _run(layout, store, settings, embedder, full, reporter, report)
+            _run(layout, store, settings, embedder, full, only, reporter, report)
         finally:
             store.close()
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool, reporter: Reporter, report: IndexReport) -> None:
+def _run(
+    layout: Layout, store: Store, settings: Settings, embedder, full: bool, only: str | None, reporter: Reporter, report: IndexReport
+) -> None:
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
     if not full:
@@ -139,6 +144,8 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, full: bool,
 
     stored = store.files()
     diff: CorpusDiff = diff_corpus(layout.root, settings, {} if full else stored)
+    if only is not None and not full:
+        diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
     if full:  # every found file is indexed anew; every stored one goes
         found = {f.path for f in diff.new}

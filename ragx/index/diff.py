@@ -28,6 +28,21 @@ class CorpusDiff:
     def has_changes(self) -> bool:
         return bool(self.new or self.changed or self.deleted)
 
+    def restricted_to(self, prefix: str) -> "CorpusDiff":
+        """Only the changes at `prefix` (a file) or below it (a folder); the rest count as unchanged."""
+        prefix = prefix.strip("/")
+        inside = lambda path: not prefix or prefix == "." or path == prefix or path.startswith(prefix + "/")  # noqa: E731
+        out = CorpusDiff(
+            new=[f for f in self.new if inside(f.path)],
+            changed=[f for f in self.changed if inside(f.path)],
+            touched=[(f, r) for f, r in self.touched if inside(f.path)],
+            deleted=[r for r in self.deleted if inside(r.path)],
+            problems=[p for p in self.problems if inside(p.path)],
+            skipped=[p for p in self.skipped if inside(p.path)],
+        )
+        out.unchanged = self.unchanged + (len(self.changed) - len(out.changed)) + (len(self.deleted) - len(out.deleted))
+        return out
+
     def counts(self) -> dict[str, int]:
         return {"new": len(self.new), "changed": len(self.changed), "deleted": len(self.deleted), "unchanged": self.unchanged}
 

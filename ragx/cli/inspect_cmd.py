@@ -1,0 +1,45 @@
+"""`ragx inspect chunk|file|neighbors|communities|community`: look inside the index."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from .. import schemas
+from ..api import Corpus
+from .app import JsonOpt, RootOpt, app, emit_json, out
+
+
+@app.command("inspect")
+def inspect_command(
+    what: Annotated[str, typer.Argument(help="chunk ID | file PATH | neighbors ID | communities | community N")],
+    arg: Annotated[Optional[str], typer.Argument(help="The chunk id, file path or community number.")] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a chunk, a file's chunks, a chunk's graph neighbours, or the Leiden communities."""
+    corpus = Corpus.open(root, need_index=True)
+    doc = corpus.inspect(what, arg)
+    if json_out:
+        emit_json(schemas.INSPECT, {"what": what, **doc})
+        return
+    loc = lambda r: f"{escape(r['file'])}:{r['line_start']}-{r['line_end']}"  # noqa: E731
+    if what == "chunk":
+        out.print(f"[bold]chunk {doc['chunk_id']}[/]  {loc(doc)}  {doc['kind']}, {doc['n_tokens']} tokens, "
+                  f"community {doc['community']}, {doc['degree']} neighbours")
+        out.print(escape(doc["text"]), highlight=False)
+    elif what == "file":
+        for c in doc["chunks"]:
+            out.print(f"chunk {c['chunk_id']:>7}  lines {c['line_start']}-{c['line_end']}  {c['n_tokens']} tokens  community {c['community']}")
+    elif what in ("neighbors", "neighbours"):
+        for n in doc["neighbors"]:
+            out.print(f"{n['weight']:.4f}  chunk {n['chunk_id']:>7}  {loc(n)}  community {n['community']}")
+    elif what == "communities":
+        for c in doc["communities"]:
+            out.print(f"community {c['community']:>4}: {c['chunks']} chunks in {c['files']} files  e.g. {escape(', '.join(c['top_files']))}")
+        out.print(f"{doc['isolated_chunks']} chunks have no edges")
+    elif what == "community":
+        for c in doc["chunks"]:
+            out.print(f"chunk {c['chunk_id']:>7}  {loc(c)}")

@@ -1,0 +1,110 @@
+"""Read-only views of an index for `ragx inspect` and the MCP server: chunks, files, neighbours,
+communities. Everything is read in a handful of set-based queries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import UsageError
+from .snapshot import Snapshot
+from .store import Store
+
+
+def _location(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "chunk_id": row["id"],
+        "file": row["path"],
+        "line_start": row["line_start"],
+        "line_end": row["line_end"],
+        "byte_start": row["byte_start"],
+        "byte_end": row["byte_end"],
+    }
+
+
+def _communities_of(store: Store, ids: list[int]) -> dict[int, int]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return dict(store.db.execute(f"SELECT chunk_id, community FROM communities WHERE chunk_id IN ({marks})", ids).fetchall())
+
+
+def chunk(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
+    rows = store.chunks([chunk_id])
+    if not rows:
+        raise UsageError(f"no chunk {chunk_id} in the index")
+    row = rows[0]
+    nbr, _ = snap.graph.neighbors(chunk_id)
+    return {
+        **_location(row),
+        "ordinal": row["ordinal"],
+        "kind": row["kind"],
+        "n_tokens": row["n_tokens"],
+        "community": _communities_of(store, [chunk_id]).get(chunk_id),
+        "degree": int(len(nbr)),
+        "text": row["text"],
+    }
+
+
+def file(store: Store, path: str) -> dict[str, Any]:
+    rows = store.file_chunks(path)
+    if not rows:
+        known = store.db.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
+        if not known:
+            raise UsageError(f"no file {path!r} in the index (paths are relative to the corpus root)")
+    comms = _communities_of(store, [r["id"] for r in rows])
+    return {
+        "file": path,
+        "chunks": [
+            {**_location(r), "ordinal": r["ordinal"], "kind": r["kind"], "n_tokens": r["n_tokens"], "community": comms.get(r["id"])}
+            for r in rows
+        ],
+    }
+
+
+def neighbors(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
+    if not store.chunks([chunk_id], ("id",)):
+        raise UsageError(f"no chunk {chunk_id} in the index")
+    nbr, weight = snap.graph.neighbors(chunk_id)
+    order = np.lexsort((nbr, -weight))
+    nbr, weight = nbr[order], weight[order]
+    rows = store.chunks(nbr)
+    comms = _communities_of(store, [chunk_id, *nbr.tolist()])
+    return {
+        "chunk_id": chunk_id,
+        "community": comms.get(chunk_id),
+        "neighbors": [
+            {**_location(r), "weight": float(w), "community": comms.get(r["id"])}
+            for r, w in zip(rows, weight.tolist())
+        ],
+    }
+
+
+def communities(store: Store, top_files: int = 3) -> dict[str, Any]:
+    rows = store.db.execute(
+        "SELECT m.community, count(*), count(DISTINCT c.file_id) FROM communities m JOIN chunks c ON c.id = m.chunk_id "
+        "WHERE m.community >= 0 GROUP BY m.community ORDER BY m.community"
+    ).fetchall()
+    files = store.db.execute(
+        "SELECT m.community, f.path, count(*) n FROM communities m JOIN chunks c ON c.id = m.chunk_id "
+        "JOIN files f ON f.id = c.file_id WHERE m.community >= 0 GROUP BY m.community, f.path ORDER BY m.community, n DESC, f.path"
+    ).fetchall()
+    tops: dict[int, list[str]] = {}
+    for comm, path, _ in files:
+        bucket = tops.setdefault(comm, [])
+        if len(bucket) < top_files:
+            bucket.append(path)
+    isolated = store.db.execute("SELECT count(*) FROM communities WHERE community < 0").fetchone()[0]
+    return {
+        "communities": [{"community": c, "chunks": n, "files": nf, "top_files": tops.get(c, [])} for c, n, nf in rows],
+        "isolated_chunks": isolated,
+    }
+
+
+def community(store: Store, number: int) -> dict[str, Any]:
+    ids = [r[0] for r in store.db.execute("SELECT chunk_id FROM communities WHERE community = ? ORDER BY chunk_id", (number,))]
+    if not ids:
+        raise UsageError(f"no community {number} (see `ragx inspect communities`)")
+    rows = store.chunks(ids)
+    return {"community": number, "chunks": [_location(r) for r in rows]}
