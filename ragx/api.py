@@ -76,6 +76,33 @@ class Corpus:
             p = p.replace(top=top)
         return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
 
+    def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
+        """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
+        from .eval.presets import DEFAULT_CONFIGS, parse_config
+        from .eval.queries import load_queries
+        from .eval.runner import DEPTH, run_eval
+
+        queries = load_queries(Path(queries_path))
+        configs = [parse_config(s, self.settings.search) for s in (specs or DEFAULT_CONFIGS)]
+        names = [c.name for c in configs]
+        if len(set(names)) != len(names):
+            raise UsageError(f"--config names must be unique, got {names}")
+        searcher = self.searcher
+        searcher.refresh()
+        result = run_eval(searcher, queries, configs, progress)
+        counts = searcher.store.counts()
+        return result.document(
+            {
+                "corpus": str(self.root),
+                "queries_file": str(queries_path),
+                "n_queries": len(queries),
+                "n_files": counts["files"],
+                "n_chunks": counts["chunks"],
+                "model": searcher.manifest.get("embedder"),
+                "depth": DEPTH,
+            }
+        )
+
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
         """`what` is chunk ID, file PATH, neighbors ID, communities, or community N."""
         from .index import inspect

@@ -22,6 +22,9 @@ app = typer.Typer(
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
+# The arguments of this invocation (after `ragx`), for reports that record their own command.
+invocation: list[str] = []
+
 RootOpt = Annotated[
     Optional[str], typer.Option("--root", help="Corpus root (default: nearest folder with ragx.toml or .ragx/ above the working directory).")
 ]

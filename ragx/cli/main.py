@@ -7,12 +7,13 @@ import sys
 import typer
 
 from ..errors import EXIT_ERROR, RagxError
-from .app import app
-from . import config_cmd, data_cmd, index_cmd, init_cmd, inspect_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
+from .app import app, invocation
+from . import config_cmd, data_cmd, eval_cmd, index_cmd, init_cmd, inspect_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
 
 
 def run(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
+    invocation[:] = sys.argv[1:] if argv is None else argv
     try:
         # Without standalone mode a typer.Exit comes back as a return code instead of being raised.
         code = command.main(args=argv, prog_name="ragx", standalone_mode=False)

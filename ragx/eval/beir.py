@@ -121,3 +121,14 @@ def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) 
         _write_if_changed(files[split], "\n".join(lines) + "\n")
         counts[split] = len(lines)
     return Materialised(corpus_dir, files, len(docs), written, counts)
+
+
+def cache_dir_for(data_dir: Path) -> Path:
+    """Where `ragx eval beir` keeps a collection's folder and index: per dataset path, reused while unchanged."""
+    import hashlib
+    import os
+
+    base = os.environ.get("RAGX_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragx"
+    resolved = Path(data_dir).resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
+    return Path(base) / "beir" / f"{resolved.name}-{digest}"

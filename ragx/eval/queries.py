@@ -2,7 +2,8 @@
 
     {"query": "...", "relevant_files": ["a.md", "b/c.py"]}            binary labels
     {"query": "...", "relevance": {"a.md": 2, "b/c.py": 1}}          graded labels
-    {"query": "...", "relevant_chunks": {"a.md:10-24": 1}}           labels on line ranges (chunk level)
+    {"query": "...", "relevant_chunks": {"a.md:10-24": 1}}           labels on line ranges (chunk level;
+                                                                     their files count as relevant files)
 
 An optional "id" names the query (default: its line number). Paths are relative to the corpus root.
 """
@@ -55,6 +56,9 @@ def load_queries(path: Path) -> list[LabelledQuery]:
             files = {str(p): int(g) for p, g in obj["relevance"].items()}
         spans = {_span(k, where): int(g) for k, g in obj.get("relevant_chunks", {}).items()}
         files = {p: g for p, g in files.items() if g > 0}
+        for (span_path, _, _), grade in spans.items():  # a labelled range makes its file relevant too
+            if grade > 0 and "relevant_files" not in obj and "relevance" not in obj:
+                files[span_path] = max(grade, files.get(span_path, 0))
         if not files and not spans:
             raise UsageError(f"{where}: no relevant_files, relevance or relevant_chunks with a grade above 0")
         out.append(LabelledQuery(str(obj.get("id", n)), obj["query"], files, spans))
