@@ -155,3 +155,28 @@ def test_index_limited_to_a_path_leaves_other_changes_for_later(corpus):
     report = run_index(corpus, load_settings(corpus), HashEmbedder(), only="sub")
     assert report.new == 1 and report.embedded_files == ["sub/inside.md"]
     assert Corpus(corpus).status()["drift"]["new"] == 1  # outside.md still waits
+
+
+def test_renamed_file_and_graph_only_rebuild_reuse_vectors(corpus, monkeypatch):
+    index(corpus)
+    (corpus / "cooking-1.md").rename(corpus / "baking.md")
+    report, emb = index(corpus)
+    assert (report.new, report.deleted) == (1, 1)
+    assert emb.embedded == [] and report.reused_chunks > 0 and report.embedded_files == []
+    (corpus / "ragx.toml").write_text("[graph]\nk = 4\n")
+    with pytest.raises(ManifestMismatchError):
+        index(corpus)
+    report, emb = index(corpus, full=True)
+    assert emb.embedded == [] and report.reused_chunks == report.chunks
+    assert Corpus(corpus).status()["consistent"]
+    per_src = sqlite3.connect(corpus / ".ragx" / "index.sqlite").execute("SELECT max(n) FROM (SELECT count(*) n FROM knn GROUP BY src)").fetchone()[0]
+    assert per_src <= 4
+
+
+def test_appending_to_a_file_embeds_only_its_changed_chunks(corpus):
+    index(corpus)
+    f = corpus / "astronomy-2.md"
+    f.write_text(f.read_text() + "\n## Extra\n\nA new closing paragraph about comets.\n")
+    report, emb = index(corpus)
+    assert report.changed == 1 and report.embedded_files == ["astronomy-2.md"]
+    assert 0 < len(emb.embedded) < report.embedded_chunks + report.reused_chunks

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
 import numpy as np
+import xxhash
 
 from ..config import Settings
 from ..errors import ManifestMismatchError
@@ -56,6 +57,7 @@ class IndexReport:
     unchanged: int = 0
     embedded_files: list[str] = field(default_factory=list)
     embedded_chunks: int = 0
+    reused_chunks: int = 0      # new chunks whose exact text the index already had a vector for
     problems: list[dict[str, str]] = field(default_factory=list)
     skipped: int = 0
     seconds: float = 0.0
@@ -176,17 +178,13 @@ def _run(
     )
     prepared = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
 
-    # ---- embed ----
+    # ---- embed (only texts the index has no vector for yet) ----
     texts = [c.text for _, c in prepared.chunks]
-    t0 = time.perf_counter()
-    if texts:
-        with reporter.embedding(len(texts)) as advance:
-            new_vecs = embedder.embed_documents(texts, batch_size=settings.embeddings.batch_size, progress=advance)
-    else:
-        new_vecs = np.empty((0, embedder.dim), np.float32)
-    report.embed_seconds = time.perf_counter() - t0
-    report.embedded_chunks = len(texts)
-    report.embedded_files = sorted({prepared.files[fi][0].path for fi, _ in prepared.chunks})
+    reusable = _reusable_vectors(layout, store, manifest, embedder, have_arrays)
+    new_vecs, fresh = _vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
+    report.embedded_chunks = int(fresh.sum())
+    report.reused_chunks = len(texts) - report.embedded_chunks
+    report.embedded_files = sorted({prepared.files[fi][0].path for (fi, _), f in zip(prepared.chunks, fresh.tolist()) if f})
 
     # ---- ids ----
     next_chunk = int(manifest.get("next_chunk_id", 1))
@@ -198,19 +196,23 @@ def _run(
     kept_old = np.setdiff1d(old_live, removed, assume_unique=True)
     live = np.union1d(kept_old, new_ids)
 
-    # ---- vectors ----
+    # ---- vectors: vectors.npy is the source of truth; hnswlib holds its own copy for ANN ----
+    new_vecs = np.ascontiguousarray(new_vecs, dtype=np.float32)
     if have_arrays and not full:
+        old = Snapshot.load(current_gen)
+        kept_vecs = np.asarray(old.vectors[old.positions(kept_old)])
         vindex = VectorIndex.load(current_gen / HNSW, embedder.dim, extra_capacity=len(new_ids))
         vindex.remove(removed)
         vindex.add(new_ids, new_vecs)
-        if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
-            vindex = VectorIndex.build(live, vindex.get(live))
     else:
-        kept_old = np.empty(0, np.int64)  # nothing usable to build on: every chunk must be new
         if not full and len(old_live):
             raise ManifestMismatchError("index arrays are missing: run `ragx index --full`")
+        kept_old = np.empty(0, np.int64)  # nothing usable to build on: every chunk is new
+        kept_vecs = np.empty((0, embedder.dim), np.float32)
         vindex = VectorIndex.build(new_ids, new_vecs)
-    new_vecs = vindex.get(new_ids)  # as stored (unit length), so every later dot product uses the same numbers
+    all_vecs = np.concatenate([kept_vecs, new_vecs])  # rows follow `live`: every new id exceeds every old one
+    if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
+        vindex = VectorIndex.build(live, all_vecs)
 
     # ---- graph ----
     k, min_sim = settings.graph.k, settings.graph.min_sim
@@ -223,10 +225,8 @@ def _run(
     losing = np.setdiff1d(np.unique(src[touches_removed]), removed)
     keep_row = ~(np.isin(src, removed) | touches_removed)
     src, dst, w = src[keep_row], dst[keep_row], w[keep_row]
-    kept_vecs = vindex.get(kept_old)
     gaining = gaining_rows(new_ids, new_vecs, kept_old, kept_vecs, src, w, k, min_sim)
     recompute = np.union1d(np.union1d(losing, gaining), new_ids)
-    all_vecs = vindex.get(live)
     pos = np.searchsorted(live, recompute)
     rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim)
     rw = pair_weights(lambda ids: all_vecs[np.searchsorted(live, ids)], rs, rd)
@@ -307,6 +307,55 @@ def _version() -> str:
     from .. import __version__
 
     return __version__
+
+
+def _text_key(texts: list[str]) -> np.ndarray:
+    return np.array([xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts], dtype=np.uint64)
+
+
+def _reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, have_arrays: bool):
+    """(text keys, vectors) of the chunks already indexed, when they came from this same embedder.
+
+    Moved or renamed files, unchanged parts of edited files and rebuilds that only change the graph
+    then cost no embedding at all. None when nothing can be reused.
+    """
+    if not have_arrays or manifest.get("embedder") != embedder.name or manifest.get("dim") != embedder.dim:
+        return None
+    snap = Snapshot.load(layout.gen(int(manifest["generation"])))
+    rows = store.db.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+    if not rows:
+        return None
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    keys = _text_key([r[1] for r in rows])
+    order = np.argsort(keys, kind="stable")
+    return keys[order], snap.vectors[snap.positions(ids[order])]
+
+
+def _vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport):
+    """Vectors for `texts`: reused where the same text is indexed, embedded once per distinct text otherwise."""
+    vecs = np.empty((len(texts), embedder.dim), np.float32)
+    fresh = np.ones(len(texts), dtype=bool)
+    if not texts:
+        return vecs, fresh
+    keys = _text_key(texts)
+    if reusable is not None:
+        old_keys, old_vecs = reusable
+        pos = np.minimum(np.searchsorted(old_keys, keys), len(old_keys) - 1)
+        hit = old_keys[pos] == keys
+        vecs[hit] = old_vecs[pos[hit]]
+        fresh = ~hit
+    # Identical new texts (copied files, boilerplate) are embedded once.
+    uniq, first, inverse = np.unique(keys[fresh], return_index=True, return_inverse=True)
+    todo = np.flatnonzero(fresh)[first]
+    t0 = time.perf_counter()
+    if len(todo):
+        with reporter.embedding(len(todo)) as advance:
+            out = embedder.embed_documents([texts[i] for i in todo], batch_size=batch_size, progress=advance)
+        vecs[np.flatnonzero(fresh)] = out[inverse]
+        fresh[:] = False
+        fresh[todo] = True
+    report.embed_seconds = time.perf_counter() - t0
+    return vecs, fresh
 
 
 def _fill_temp(db, name: str, ids) -> None:

@@ -37,6 +37,8 @@ BINARY_SNIFF_BYTES = 8192
 
 #: Directory names never descended into, besides every dot-directory (".git", ".ragx", ...).
 ALWAYS_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+# The corpus's own ragx settings are index machinery, not content.
+ROOT_SKIPPED_FILES = frozenset({"ragx.toml"})
 
 _GITIGNORE = ".gitignore"
 
@@ -287,6 +289,8 @@ class _Walker:
 
     def candidate_file(self, rel: str, name: str, levels: _Levels) -> bool:
         """Would a file at `rel` be indexed, judging by its path alone?"""
+        if rel in ROOT_SKIPPED_FILES:
+            return False
         if levels and _ignored(rel, levels):
             return False
         if self.include is not None:
