@@ -16,6 +16,16 @@ from .candidates import Candidates, PassCaps
 from .lexical import bm25_matches
 
 
+def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
+    """Cosine of each row's unit vector to the query, float32.
+
+    An elementwise product summed along each row, not a BLAS matrix-vector product: a row's value
+    then depends on that row alone, never on which other rows came along. So a pass with wider caps
+    (the lab's cache) yields bit-identical similarities to a narrow one (a CLI query).
+    """
+    return (np.asarray(vectors[rows], dtype=np.float32) * query_vec.astype(np.float32)).sum(axis=1, dtype=np.float32)
+
+
 def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, caps: PassCaps) -> np.ndarray:
     """Rows (positions in the snapshot) reachable from the seed rows within the caps, seeds included."""
     g = snap.graph
@@ -30,7 +40,7 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
         idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
         rows = np.unique(g.position(g.nbr[idx]))
         rows = rows[~reached[rows]]
-        sims = np.asarray(snap.vectors[rows]) @ query_vec
+        sims = cosines(snap.vectors, rows, query_vec)
         frontier = rows[sims >= caps.query_floor]
         reached[frontier] = True
     return np.flatnonzero(reached)
@@ -70,7 +80,7 @@ def retrieval_pass(
     rows = _neighbourhood(snap, query_vecs[0], seed_rows, caps) if caps.hops > 0 else seed_rows
     nodes = snap.ids[rows]
     indptr, nbr, weight = induced_csr(snap, rows)
-    qsim = np.asarray(snap.vectors[rows]) @ query_vecs[0]
+    qsim = cosines(snap.vectors, rows, query_vecs[0])
     lexical = np.zeros(len(rows))
     if len(lex_all_ids):
         pos = np.searchsorted(nodes, lex_all_ids)
@@ -83,7 +93,7 @@ def retrieval_pass(
         lexical_ids=lexical_ids,
         nodes=nodes,
         file_ids=snap.file_ids[rows],
-        qsim=qsim.astype(np.float32),
+        qsim=qsim,
         lexical=lexical,
         indptr=indptr,
         nbr=nbr,

@@ -1,0 +1,144 @@
+"""Pass cache: one retrieval pass per query under generous caps, stored as parquet (polars).
+
+A cache records the index manifest, the caps and a hash of ragx's own source code; loading refuses
+a cache whose index or code has changed since (its passes would no longer be what ragx computes).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import xxhash
+
+import ragx
+from ragx.api import Corpus
+from ragx.eval.queries import LabelledQuery
+from ragx.search.candidates import Candidates, PassCaps
+
+ARRAY_COLUMNS = {  # column -> dtype of its list elements
+    "lexical_ids": np.int64,
+    "nodes": np.int64,
+    "file_ids": np.int64,
+    "qsim": np.float32,
+    "lexical": np.float64,
+    "indptr": np.int64,
+    "nbr": np.int64,
+    "weight": np.float64,
+}
+POLARS_TYPES = {np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
+
+
+class StaleCacheError(RuntimeError):
+    pass
+
+
+def code_hash() -> str:
+    """Hash of ragx's source: a pass cache is only valid for the code that computed it."""
+    h = xxhash.xxh3_128()
+    pkg = Path(ragx.__file__).parent
+    for path in sorted(pkg.rglob("*.py")):
+        h.update(path.relative_to(pkg).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def index_fingerprint(corpus: Corpus) -> dict[str, Any]:
+    searcher = corpus.searcher
+    searcher.refresh()
+    m = searcher.manifest
+    return {k: m.get(k) for k in ("embedder", "dim", "chunking", "graph", "generation", "updated_at", "schema_version")}
+
+
+def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, folder: Path, progress=None) -> Path:
+    """Run and store one pass per query. Returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    searcher = corpus.searcher
+    rows: dict[str, list] = {"qid": [], "query": [], "variants": [], "dense_ids": [], **{c: [] for c in ARRAY_COLUMNS}}
+    started = time.perf_counter()
+    for q in queries:
+        c = searcher.pass_with_caps(q.text, caps, expand=False)
+        rows["qid"].append(q.id)
+        rows["query"].append(q.text)
+        rows["variants"].append(c.variants)
+        rows["dense_ids"].append([ids.tolist() for ids in c.dense_ids])
+        for col in ARRAY_COLUMNS:
+            rows[col].append(getattr(c, col).tolist())
+        if progress:
+            progress(1)
+    seconds = time.perf_counter() - started
+    schema = {"qid": pl.String, "query": pl.String, "variants": pl.List(pl.String), "dense_ids": pl.List(pl.List(pl.Int64))}
+    schema |= {c: pl.List(POLARS_TYPES[t]) for c, t in ARRAY_COLUMNS.items()}
+    pl.DataFrame(rows, schema=schema).write_parquet(folder / "passes.parquet")
+    meta = {
+        "caps": asdict(caps),
+        "index": index_fingerprint(corpus),
+        "corpus": str(corpus.root),
+        "code_hash": code_hash(),
+        "commit": git_commit(),
+        "queries": len(queries),
+        "seconds": seconds,
+        "labels": {q.id: q.files for q in queries},
+        "paths": {str(fid): path for fid, path in searcher.store.db.execute("SELECT id, path FROM files")},
+    }
+    (folder / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    return folder
+
+
+def check_fresh(folder: Path, corpus: Corpus, caps: PassCaps) -> dict[str, Any]:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    problems = []
+    if meta["index"] != index_fingerprint(corpus):
+        problems.append("the index changed since the passes were cached")
+    if meta["code_hash"] != code_hash():
+        problems.append("ragx's code changed since the passes were cached")
+    wide = PassCaps(**meta["caps"])
+    if not (wide.dense_n >= caps.dense_n and wide.lexical_n >= caps.lexical_n and wide.hops >= caps.hops and wide.query_floor <= caps.query_floor):
+        problems.append(f"cached caps {wide} are narrower than asked {caps}")
+    if problems:
+        raise StaleCacheError(f"pass cache {folder} is stale: " + "; ".join(problems))
+    return meta
+
+
+def _split(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
+
+
+def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
+    """Candidates per query, rebuilt as the same arrays the live pass produced (vectorised, no row loop over values)."""
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    df = pl.read_parquet(folder / "passes.parquet")
+    caps = PassCaps(**meta["caps"])
+    cols = {}
+    for col, dtype in ARRAY_COLUMNS.items():
+        lengths = df[col].list.len().to_numpy()
+        flat = df[col].explode().drop_nulls().to_numpy()  # an empty list explodes to one null
+        cols[col] = _split(np.asarray(flat, dtype=dtype), lengths)
+    out = []
+    for i, (qid, query, variants, dense) in enumerate(zip(df["qid"], df["query"], df["variants"], df["dense_ids"])):
+        out.append(
+            Candidates(
+                query=query,
+                variants=list(variants),
+                dense_ids=[np.asarray(d, dtype=np.int64) for d in dense],
+                caps=caps,
+                **{col: cols[col][i] for col in ARRAY_COLUMNS},
+            )
+        )
+        out[-1].notes["qid"] = qid
+    meta["paths"] = {int(k): v for k, v in meta["paths"].items()}
+    return out, meta
