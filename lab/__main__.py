@@ -1,0 +1,126 @@
+"""`python -m lab COMMAND [hydra overrides]`
+
+    cache    build (or refresh) the pass caches of a dataset split for every build of the sweep
+    sweep    run an Optuna study on cached passes, tracked in MLflow; then sensitivity + plots
+             (worker=N for extra workers on the same study; report=false skips the plots)
+    promote  check the study's best parameters on the held-out splits with `ragx eval`, and write
+             them into ragx/defaults.toml (and the regression baselines) only if they are no worse
+
+Configs live in configs/ (Hydra): e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def compose(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    extra = [o for o in overrides if not o.startswith(("worker=", "report=", "trials="))]
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        return hydra_compose(config_name="lab", overrides=extra)
+
+
+def option(overrides: list[str], name: str, default: str) -> str:
+    for o in overrides:
+        if o.startswith(name + "="):
+            return o.split("=", 1)[1]
+    return default
+
+
+def cmd_cache(cfg, overrides) -> int:
+    from .sweep import load_passes
+
+    started = time.perf_counter()
+    data = load_passes(cfg)
+    for name, d in data.items():
+        print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root}")
+    print(f"done in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def cmd_sweep(cfg, overrides) -> int:
+    import mlflow
+
+    from .sweep import live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
+
+    worker = int(option(overrides, "worker", "0"))
+    trials = option(overrides, "trials", "")
+    out = run(cfg, worker=worker, n_trials=int(trials) if trials else None)
+    study, data = out["study"], out["data"]
+    print(f"worker {worker}: {out['trials']} trials re-scored offline in {out['seconds']:.1f} s "
+          f"({out['seconds'] / max(out['trials'], 1) * 1000:.0f} ms per trial); study has {len(study.trials)} trials")
+    best = study.best_trial
+    print(f"best trial #{best.number}: {cfg.sweep.objective} = {best.value:.4f}  params {json.dumps(best.params)}")
+    if option(overrides, "report", "true") != "true":
+        return 0
+    build_name, best_params = trial_params(best.params, out["defaults"])
+    d = data[build_name]
+    qrels = {q.id: q.files for q in d["queries"]}
+    space = {k: list(v) for k, v in cfg.sweep.space.items()}
+    sens = sensitivity(d["passes"], qrels, d["meta"]["paths"], best_params, space, cfg.sweep.objective)
+    live_s, live_means = live_eval_seconds(d["corpus"], d["queries"], out["defaults"])
+    folder = REPO / "reports" / "lab" / cfg.optuna.study_name
+    plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective)
+    summary = {
+        "study": cfg.optuna.study_name,
+        "dataset": cfg.dataset.name,
+        "split": cfg.split,
+        "objective": cfg.sweep.objective,
+        "trials_in_study": len(study.trials),
+        "this_worker": {"worker": worker, "trials": out["trials"], "seconds": out["seconds"]},
+        "live_eval_seconds_one_config": live_s,
+        "defaults_on_split": live_means,
+        "best": {"number": best.number, "value": best.value, "params": best.params, "metrics": best.user_attrs},
+        "sensitivity": sens,
+        "importances": _importances(study),
+        "pass_cache_seconds": {b: data[b]["meta"]["seconds"] for b in data},
+        "mlflow_run": out["run_id"],
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    start_tracking(cfg)
+    with mlflow.start_run(run_id=out["run_id"]):
+        for p in plots:
+            mlflow.log_artifact(str(p), "plots")
+        mlflow.log_artifact(str(folder / "summary.json"))
+    print(f"one live evaluation of {cfg.dataset.name} {cfg.split}: {live_s:.1f} s; "
+          f"{out['trials']} trials offline: {out['seconds']:.1f} s; wrote {folder}")
+    return 0
+
+
+def _importances(study) -> dict[str, float]:
+    import optuna
+
+    try:
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)).items()}
+    except Exception:  # noqa: BLE001 - too few completed trials
+        return {}
+
+
+def cmd_promote(cfg, overrides) -> int:
+    from .promote import promote
+
+    return promote(cfg, REPO)
+
+
+COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "promote": cmd_promote}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    overrides = argv[1:]
+    cfg = compose(overrides)
+    return COMMANDS[argv[0]](cfg, overrides)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""Corpora the lab sweeps over: a dataset materialised as files, and one index build per setting.
+
+The base build is the very folder `ragx eval beir` uses. Another build (other graph or chunking
+settings) is a folder of hard links to the same files with its own ragx.toml, seeded with a copy of
+the base index so that `ragx index --full` reuses every vector whose chunk text is unchanged
+(graph-only builds cost no embedding at all).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from ragx.api import Corpus
+from ragx.config import INDEX_DIR, PROJECT_FILE
+from ragx.eval.beir import cache_dir_for, materialise
+from ragx.eval.queries import LabelledQuery, load_queries
+
+
+def dataset_folder(dataset: dict[str, Any]) -> Path:
+    return Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(Path(dataset["data_dir"]))
+
+
+def prepare(dataset: dict[str, Any], split: str, reporter=None) -> tuple[Corpus, list[LabelledQuery]]:
+    """Materialise and (incrementally) index the base build; the split's labelled queries."""
+    made = materialise(Path(dataset["data_dir"]), dataset_folder(dataset), [split])
+    corpus = Corpus.open(made.corpus_dir)
+    corpus.index(reporter=reporter)
+    return corpus, load_queries(made.queries[split])
+
+
+def build(base: Corpus, name: str, settings: dict[str, Any], folder: Path, reporter=None) -> Corpus:
+    if not settings:
+        return base
+    root = folder / name
+    root.mkdir(parents=True, exist_ok=True)
+    _link_tree(base.root, root)
+    doc = tomlkit.document()
+    for section, values in settings.items():
+        table = tomlkit.table()
+        for key, value in values.items():
+            table[key] = value
+        doc[section] = table
+    wanted = tomlkit.dumps(doc)
+    project = root / PROJECT_FILE
+    fresh = not (root / INDEX_DIR).exists()
+    if fresh:
+        shutil.copytree(base.root / INDEX_DIR, root / INDEX_DIR)
+    if fresh or not project.exists() or project.read_text() != wanted:
+        project.write_text(wanted)
+        Corpus.open(root).index(full=True, reporter=reporter)
+    corpus = Corpus.open(root)
+    corpus.index(reporter=reporter)  # picks up corpus changes like the base does
+    return corpus
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard-link every corpus file of `src` into `dst` (no copies), dropping files gone from `src`."""
+    wanted = set()
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = Path(dirpath).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            if name == PROJECT_FILE and rel == Path("."):
+                continue
+            target = dst / rel / name
+            wanted.add(target)
+            source = Path(dirpath) / name
+            if target.exists() and os.path.samefile(source, target):
+                continue
+            if target.exists():
+                target.unlink()
+            os.link(source, target)
+    for dirpath, dirnames, filenames in os.walk(dst):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path not in wanted and not (name == PROJECT_FILE and Path(dirpath) == dst):
+                path.unlink()

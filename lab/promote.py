@@ -1,0 +1,98 @@
+"""Promotion: a study's winner becomes the CLI's defaults only if `ragx eval` on the held-out splits
+says it is no worse than the current defaults. Then ragx/defaults.toml's [search] section and the
+regression baselines are rewritten together, with provenance."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ragx.config import DEFAULTS_PATH, read_toml
+from ragx.search.params import Params
+
+MARKER = "# ---- [search]: written by `python -m lab promote` ----"
+
+
+def current_defaults() -> Params:
+    """The shipped defaults alone (no ragx.toml, no ~/.ragxrc)."""
+    return Params(**read_toml(DEFAULTS_PATH)["search"])
+
+
+def eval_cli(repo: Path, dataset: dict[str, Any], split: str, configs: dict[str, str], extra: list[str] | None = None) -> dict[str, Any]:
+    """Run the real `ragx eval beir` and return its ragx.eval.v1 document."""
+    cmd = [sys.executable, "-m", "ragx.cli.main", "eval", "beir", str(dataset["data_dir"]), "--split", split, "--json"]
+    if dataset.get("cache"):
+        cmd += ["--cache", str(dataset["cache"])]
+    for name, spec in configs.items():
+        cmd += ["-c", f"{name}={spec}"]
+    done = subprocess.run(cmd + (extra or []), capture_output=True, text=True, cwd=repo)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"ragx eval failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout)
+
+
+def spec_of(params: Params, base: Params) -> str:
+    changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v}
+    return ",".join(["graph", *(f"{k}={v}" for k, v in changed.items())])
+
+
+def write_defaults(params: Params, provenance: list[str]) -> None:
+    text = DEFAULTS_PATH.read_text(encoding="utf-8")
+    head = text.split(MARKER)[0] if MARKER in text else text[: text.index("# Scoring")] if "# Scoring" in text else text
+    body = [MARKER, *(f"# {line}" for line in provenance), "[search]"]
+    body += [f"{k} = {json.dumps(v)}" for k, v in dataclasses.asdict(params).items()]
+    DEFAULTS_PATH.write_text(head.rstrip() + "\n\n" + "\n".join(body) + "\n", encoding="utf-8")
+
+
+def promote(cfg, repo: Path) -> int:
+    import optuna
+    from hydra import compose, initialize_config_dir
+
+    from .sweep import storage_url, trial_params
+
+    study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root)))
+    best = study.best_trial
+    old = current_defaults()
+    build_name, candidate = trial_params(best.params, old)
+    if build_name != "base":
+        print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
+              "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
+        return 1
+    candidate = candidate.replace(top=old.top, alpha=old.alpha, shortlist=old.shortlist)  # not swept
+    spec = spec_of(candidate, old)
+    metric, tol = cfg.promote.metric, float(cfg.promote.tolerance)
+    verdicts, lines = [], []
+    for item in cfg.promote.heldout:
+        with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
+            ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
+        doc = eval_cli(repo, ds, item["split"], {"current": "graph", "candidate": spec})
+        cur, new = doc["files"]["means"]["current"][metric], doc["files"]["means"]["candidate"][metric]
+        ok = new >= cur - tol
+        verdicts.append(ok)
+        lines.append(f"{item['dataset']} {item['split']}: {metric} {cur:.4f} -> {new:.4f} ({'ok' if ok else 'WORSE'})")
+        print(lines[-1], flush=True)
+    if not all(verdicts):
+        print(f"lab promote: refused: the winner of {cfg.promote.study_name} is worse than the current defaults on a held-out split")
+        return 1
+    today = dt.date.today().isoformat()
+    provenance = [
+        f"promoted {today} from study {cfg.promote.study_name} (trial #{best.number}, {cfg.dataset.name} {cfg.split}, "
+        f"{metric} {best.user_attrs.get(metric, best.value):.4f}); held-out `ragx eval`, current -> promoted:",
+        *lines,
+    ]
+    write_defaults(candidate, provenance)
+    print(f"wrote {DEFAULTS_PATH}")
+    for item in cfg.promote.heldout + [{"dataset": "musique-small", "split": "test"}]:
+        with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
+            ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
+        baseline = repo / "reports" / "baselines" / f"{item['dataset']}-{item['split']}.json"
+        if baseline.exists():
+            eval_cli(repo, ds, item["split"], {p: p for p in ("dense", "bm25", "hybrid", "graph")},
+                     ["--write-baseline", str(baseline), "--report", str(repo / "reports")])
+            print(f"updated {baseline}")
+    return 0

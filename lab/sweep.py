@@ -1,0 +1,216 @@
+"""Optuna sweeps over the scoring knobs (and a small grid of index builds), re-scored offline from
+pass caches, tracked in MLflow (one run per study worker: params, the index manifests, every trial's
+metrics by step, plots and the best parameters as artefacts)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragx.config import load_settings
+from ragx.eval.runner import run_eval
+from ragx.eval.presets import EvalConfig
+from ragx.search.candidates import PassCaps
+from ragx.search.params import Params
+
+from .builds import build, prepare
+from .passes import StaleCacheError, build_cache, check_fresh, load_cache
+from .rescore import rescore
+
+PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
+
+
+def storage_url(spec: str | None, cache_root: Path) -> Any:
+    """None -> a SQLite file in the cache; 'journal:PATH' -> a journal file; anything else: an RDB URL."""
+    import optuna
+
+    if not spec:
+        cache_root.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{(cache_root / 'optuna.db').resolve()}"
+    if spec.startswith("journal:"):
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        return JournalStorage(JournalFileBackend(spec.removeprefix("journal:")))
+    return optuna.storages.RDBStorage(spec) if "://" in spec else spec
+
+
+def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
+    """Per build: cached passes (built or refreshed when stale), file paths and labels."""
+    cache_root = Path(cfg.cache_root)
+    base, queries = prepare(cfg.dataset, cfg.split, reporter)
+    caps = PassCaps(**cfg.caps)
+    out = {}
+    for b in cfg.sweep.builds:
+        corpus = build(base, b["name"], dict(b.get("settings") or {}), cache_root / "builds" / cfg.dataset.name, reporter)
+        folder = cache_root / "passes" / f"{cfg.dataset.name}-{cfg.split}-{b['name']}"
+        try:
+            check_fresh(folder, corpus, caps)
+        except (FileNotFoundError, StaleCacheError) as exc:
+            print(f"lab: caching passes for build {b['name']} ({exc.__class__.__name__})", flush=True)
+            build_cache(corpus, queries, caps, folder)
+        passes, meta = load_cache(folder)
+        out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries}
+    return out
+
+
+def suggest(trial, space: dict[str, list], defaults: Params) -> Params:
+    changes = {}
+    for name, (lo, hi) in space.items():
+        kind = PARAM_TYPES[name]
+        if kind in (int, "int"):
+            changes[name] = trial.suggest_int(name, int(lo), int(hi))
+        else:
+            changes[name] = trial.suggest_float(name, float(lo), float(hi))
+    return defaults.replace(**changes)
+
+
+def trial_params(best: dict[str, Any], defaults: Params) -> tuple[str, Params]:
+    build_name = best.get("build", "base")
+    return build_name, defaults.replace(**{k: v for k, v in best.items() if k in PARAM_TYPES})
+
+
+def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
+    import mlflow
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    data = load_passes(cfg)
+    defaults = load_settings(None).search
+    qrels = {q.id: q.files for q in next(iter(data.values()))["queries"]}
+    builds = list(data)
+    objective_name = cfg.sweep.objective
+    space = {k: list(v) for k, v in cfg.sweep.space.items()}
+
+    def objective(trial):
+        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
+        params = suggest(trial, space, defaults)
+        r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"])
+        for metric, value in r.means.items():
+            trial.set_user_attr(metric, value)
+        return r.means[objective_name]
+
+    study = optuna.create_study(
+        study_name=cfg.optuna.study_name,
+        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root)),
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=int(cfg.optuna.seed) + worker),
+        load_if_exists=True,
+    )
+    start_tracking(cfg)
+    trials = int(n_trials if n_trials is not None else cfg.sweep.n_trials)
+    with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
+        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": cfg.dataset.name, "split": cfg.split, "worker": worker})
+        mlflow.log_params({"dataset": cfg.dataset.name, "split": cfg.split, "objective": objective_name, "n_trials": trials,
+                           "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space)})
+        mlflow.log_dict({b: data[b]["meta"]["index"] for b in builds}, "index_manifests.json")
+
+        def track(study, trial):
+            if trial.value is not None:
+                mlflow.log_metrics({"objective": trial.value, **metric_names(trial.user_attrs)}, step=trial.number)
+
+        started = time.perf_counter()
+        study.optimize(objective, n_trials=trials, callbacks=[track], gc_after_trial=False)
+        seconds = time.perf_counter() - started
+        mlflow.log_metric("sweep_seconds", seconds)
+        best = study.best_trial
+        mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
+        mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
+        run_id = active.info.run_id
+    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "data": data, "defaults": defaults}
+
+
+def metric_names(values: dict[str, float]) -> dict[str, float]:
+    """MLflow metric names can't hold '@': nDCG@10 -> nDCG_at_10."""
+    return {k.replace("@", "_at_"): v for k, v in values.items()}
+
+
+def start_tracking(cfg) -> None:
+    """Point MLflow at the configured store; a local SQLite store gets its folder and artefact root."""
+    import mlflow
+
+    uri = cfg.mlflow.tracking_uri
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(cfg.mlflow.experiment) is None:
+        artifacts = Path(cfg.mlflow.artifacts).resolve()
+        artifacts.mkdir(parents=True, exist_ok=True)
+        mlflow.create_experiment(cfg.mlflow.experiment, artifact_location=artifacts.as_uri())
+    mlflow.set_experiment(cfg.mlflow.experiment)
+
+
+def best_params_toml(params: dict[str, Any], metrics: dict[str, float], cfg) -> str:
+    lines = [f"# best trial of study {cfg.optuna.study_name} ({cfg.dataset.name} {cfg.split})"]
+    lines += [f"# {k} = {v:.4f}" for k, v in metrics.items()]
+    lines.append("[search]")
+    lines += [f"{k} = {json.dumps(v)}" for k, v in params.items() if k in PARAM_TYPES]
+    if "build" in params:
+        lines.append(f"# build = {params['build']!r}")
+    return "\n".join(lines) + "\n"
+
+
+def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str, float]]:
+    """Time one live evaluation of the split (passes + scoring + metrics), as `ragx eval` would run it."""
+    searcher = corpus.searcher
+    searcher.refresh()
+    started = time.perf_counter()
+    result = run_eval(searcher, queries, [EvalConfig("live", "graph", params, expand=False)])
+    return time.perf_counter() - started, result.file_means["live"]
+
+
+def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], objective: str, points: int = 9) -> dict[str, list]:
+    """One knob at a time around the best setting: objective over a grid of the knob's range."""
+    out = {}
+    for name, (lo, hi) in space.items():
+        grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
+        values = []
+        for v in grid.tolist():
+            values.append(rescore(passes, best.replace(**{name: v}), qrels, paths).means[objective])
+        out[name] = [grid.tolist(), values]
+    return out
+
+
+def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, objective: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ovm
+
+    folder.mkdir(parents=True, exist_ok=True)
+    made = []
+    for name, fn in (("history", ovm.plot_optimization_history), ("importances", ovm.plot_param_importances)):
+        try:
+            ax = fn(study)
+            fig = ax.figure if hasattr(ax, "figure") else ax[0].figure
+            fig.set_size_inches(8, 4.5)
+            fig.tight_layout()
+            fig.savefig(folder / f"{name}.png", dpi=110)
+            plt.close(fig)
+            made.append(folder / f"{name}.png")
+        except Exception as exc:  # noqa: BLE001 - a plot that cannot be drawn (too few trials) is skipped
+            print(f"lab: no {name} plot ({exc})", flush=True)
+    n = len(sens)
+    cols = 4
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
+    for ax, (name, (grid, values)) in zip(axes.flat, sens.items()):
+        ax.plot(grid, values, marker="o", ms=3)
+        ax.axhline(best_value, color="grey", lw=0.6, ls="--")
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(f"{objective} varying one knob around the best trial", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(folder / "sensitivity.png", dpi=110)
+    plt.close(fig)
+    made.append(folder / "sensitivity.png")
+    return made
+
