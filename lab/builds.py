@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import tomlkit
 
 from ragx.api import Corpus
 from ragx.config import INDEX_DIR, PROJECT_FILE
+from ragx.errors import IndexBusyError
 from ragx.eval.beir import cache_dir_for, materialise
 from ragx.eval.queries import LabelledQuery, load_queries
 
@@ -29,8 +31,18 @@ def prepare(dataset: dict[str, Any], split: str, reporter=None) -> tuple[Corpus,
     """Materialise and (incrementally) index the base build; the split's labelled queries."""
     made = materialise(Path(dataset["data_dir"]), dataset_folder(dataset), [split])
     corpus = Corpus.open(made.corpus_dir)
-    corpus.index(reporter=reporter)
+    index_when_free(corpus, reporter)
     return corpus, load_queries(made.queries[split])
+
+
+def index_when_free(corpus: Corpus, reporter=None, **kwargs) -> None:
+    """Index, waiting while another worker of the same study holds the corpus's index lock."""
+    while True:
+        try:
+            corpus.index(reporter=reporter, **kwargs)
+            return
+        except IndexBusyError:
+            time.sleep(1.0)
 
 
 def build(base: Corpus, name: str, settings: dict[str, Any], folder: Path, reporter=None) -> Corpus:
@@ -52,9 +64,9 @@ def build(base: Corpus, name: str, settings: dict[str, Any], folder: Path, repor
         shutil.copytree(base.root / INDEX_DIR, root / INDEX_DIR)
     if fresh or not project.exists() or project.read_text() != wanted:
         project.write_text(wanted)
-        Corpus.open(root).index(full=True, reporter=reporter)
+        index_when_free(Corpus.open(root), reporter, full=True)
     corpus = Corpus.open(root)
-    corpus.index(reporter=reporter)  # picks up corpus changes like the base does
+    index_when_free(corpus, reporter)  # picks up corpus changes like the base does
     return corpus
 
 
