@@ -38,12 +38,33 @@ class Corpus:
 
     @cached_property
     def embedder(self):
-        from .models.registry import make_embedder
+        from .models.registry import embedder_options, make_embedder
 
+        emb = self.settings.embeddings
         try:
-            return make_embedder(self.settings.embeddings.engine, self.settings.embeddings.model)
+            return make_embedder(emb.engine, emb.model, **embedder_options(emb))
         except ValueError as exc:  # unknown engine, model or option: a config problem
             raise ConfigError(f"[embeddings] {exc}") from None
+
+    @cached_property
+    def reranker(self):
+        """The configured cross-encoder (loads on first use), or None when rerank.model is empty."""
+        from .models.registry import make_reranker
+
+        try:
+            return make_reranker(self.settings.rerank)
+        except ValueError as exc:
+            raise ConfigError(f"[rerank] {exc}") from None
+
+    @cached_property
+    def expander(self):
+        """The configured query expander, or None when expand.enabled is false."""
+        from .models.registry import make_expander
+
+        try:
+            return make_expander(self.settings.expand)
+        except ValueError as exc:
+            raise ConfigError(f"[expand] {exc}") from None
 
     @cached_property
     def searcher(self):
@@ -51,7 +72,15 @@ class Corpus:
 
         if not self.layout.exists():
             raise NoIndexError(f"no index in {self.root}: run `ragx index`")
-        return Searcher(self.layout, lambda: self.embedder)
+        rerank = (lambda: self.reranker) if self.settings.rerank.model.strip() else None
+        expand = (lambda: self.expander) if self.settings.expand.enabled else None
+        return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
+
+    def doctor(self) -> dict[str, Any]:
+        """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
+        from .doctor import run_doctor
+
+        return run_doctor(self)
 
     def query(
         self,
@@ -163,15 +192,21 @@ class Corpus:
         finally:
             store.close()
 
-    def status(self, *, drift: bool = True, verify: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"root": str(self.root), "indexed": self.layout.exists()}
-        if not out["indexed"]:
-            out["drift"] = _drift(diff_corpus(self.root, self.settings, {})) if drift else None
-            return out
-        store = Store(self.layout.db, readonly=True)
+    def status(self, *, drift: bool = True, verify: bool = True, deep: bool = False) -> dict[str, Any]:
+        """Counts, model, drift and an integrity check (`deep` also reads every vector back from HNSW)."""
+        out: dict[str, Any] = {"root": str(self.root), "indexed": False}
+        store = Store(self.layout.db, readonly=True) if self.layout.exists() else None
         try:
+            if store is not None:
+                with store.snapshot():
+                    manifest = store.manifest()
+            # No committed generation: no index run ever finished (one may have been killed).
+            if store is None or "generation" not in manifest:
+                out["drift"] = _drift(diff_corpus(self.root, self.settings, {})) if drift else None
+                return out
+            out["indexed"] = True
             with store.snapshot():
-                manifest = store.manifest()
+                manifest = store.manifest()  # again, inside the snapshot that reads everything else
                 out |= store.counts()
                 out["model"] = manifest.get("embedder")
                 out["dim"] = manifest.get("dim")
@@ -182,10 +217,11 @@ class Corpus:
                 if drift:
                     out["drift"] = _drift(diff_corpus(self.root, self.settings, store.files()))
                 if verify:
-                    out["problems"] = _verify(self.layout, store, manifest)
+                    out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
         finally:
-            store.close()
+            if store is not None:
+                store.close()
         return out
 
 
@@ -201,8 +237,12 @@ def _drift(diff) -> dict[str, int]:
     return {"new": counts["new"], "changed": counts["changed"], "deleted": counts["deleted"], "unreadable": len(diff.problems)}
 
 
-def _verify(layout: Layout, store: Store, manifest: dict) -> list[str]:
-    """Cheap whole-index checks: rows, FTS, vectors and graph all describe the same chunks."""
+def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:
+    """Whole-index checks: rows, FTS, vectors and graph all describe the same chunks.
+
+    The quick form reads ids and shapes only (milliseconds); `deep` also loads the HNSW file and asks
+    it for every live chunk's vector.
+    """
     problems = []
     ids, file_ids = store.chunk_files()
     fts = store.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
@@ -215,7 +255,10 @@ def _verify(layout: Layout, store: Store, manifest: dict) -> list[str]:
         snap = Snapshot.load(layout.gen(int(manifest.get("generation", 0))))
         if not (np.array_equal(snap.ids, ids) and np.array_equal(snap.file_ids, file_ids)):
             problems.append("index arrays list other chunks than the store")
-        snap.vindex.get(ids)  # raises if any live chunk lacks a vector
+        if snap.vectors.shape[1] != int(manifest["dim"]):
+            problems.append(f"vectors have dimension {snap.vectors.shape[1]}, manifest says {manifest['dim']}")
+        if deep:
+            snap.vindex.get(ids)  # raises if any live chunk lacks a vector
     except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
         problems.append(f"index arrays unreadable: {exc}")
     return problems

@@ -39,9 +39,39 @@ class ChunkingSettings:
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    engine: str
+    engine: str              # "embedded" | "openai" | "sentence-transformers"
     model: str
     batch_size: int
+    # Provider settings (ragx/models/openai_engine.py, st_engine.py); each is documented in defaults.toml.
+    base_url: str
+    api_key_env: str
+    doc_prefix: str
+    query_prefix: str
+    timeout: float
+    max_retries: int
+    max_tokens: int
+    tokenizer: str
+    device: str
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    model: str               # "" = no reranker; a hub name or a local CrossEncoder directory
+    batch_size: int
+    max_length: int
+    device: str
+
+
+@dataclass(frozen=True)
+class ExpandSettings:
+    enabled: bool
+    model: str
+    base_url: str
+    api_key_env: str
+    timeout: float
+    max_retries: int
+    variants: int
+    hyde: bool
 
 
 @dataclass(frozen=True)
@@ -59,6 +89,8 @@ class Settings:
     embeddings: EmbeddingSettings
     graph: GraphSettings
     search: Params
+    rerank: RerankSettings
+    expand: ExpandSettings
     # Where each dotted key's effective value came from ("defaults", a ragx.toml path, an rc path).
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -48,7 +48,7 @@ def test_first_run_indexes_everything_and_chunks_are_byte_slices(corpus):
         assert data[bs:be].decode("utf-8") == text
         assert ls == data[:bs].count(b"\n") + 1
         assert le == data[: be - 1].count(b"\n") + 1
-    status = Corpus(corpus).status()
+    status = Corpus(corpus).status(deep=True)
     assert status["consistent"], status["problems"]
     assert status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
 
@@ -97,7 +97,7 @@ def test_incremental_edits_equal_a_full_rebuild(corpus, tmp_path_factory):
 
     index(corpus, full=True)
     assert graph_by_location(corpus) == incremental
-    assert Corpus(corpus).status()["consistent"]
+    assert Corpus(corpus).status(deep=True)["consistent"]
 
 
 def test_chunk_ids_are_never_reused(corpus):
@@ -136,7 +136,7 @@ def test_crash_before_commit_leaves_previous_index_and_next_run_repairs(corpus, 
     assert after_crash["consistent"] and after_crash["chunks"] == before["chunks"]
     assert after_crash["drift"]["changed"] == 1
     report, emb = index(corpus)
-    assert report.changed == 1 and Corpus(corpus).status()["consistent"]
+    assert report.changed == 1 and Corpus(corpus).status(deep=True)["consistent"]
     assert sorted(p.name for p in (corpus / ".ragx").glob("*gen-*")) == ["gen-000001", "gen-000002"]
 
 
@@ -168,7 +168,7 @@ def test_renamed_file_and_graph_only_rebuild_reuse_vectors(corpus, monkeypatch):
         index(corpus)
     report, emb = index(corpus, full=True)
     assert emb.embedded == [] and report.reused_chunks == report.chunks
-    assert Corpus(corpus).status()["consistent"]
+    assert Corpus(corpus).status(deep=True)["consistent"]
     per_src = sqlite3.connect(corpus / ".ragx" / "index.sqlite").execute("SELECT max(n) FROM (SELECT count(*) n FROM knn GROUP BY src)").fetchone()[0]
     assert per_src <= 4
 
@@ -180,3 +180,32 @@ def test_appending_to_a_file_embeds_only_its_changed_chunks(corpus):
     report, emb = index(corpus)
     assert report.changed == 1 and report.embedded_files == ["astronomy-2.md"]
     assert 0 < len(emb.embedded) < report.embedded_chunks + report.reused_chunks
+
+
+def test_a_run_killed_before_its_first_commit_reads_as_not_indexed(corpus, monkeypatch):
+    import ragx.index.build as build
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.Store, "write_manifest", staticmethod(boom))
+    with pytest.raises(KeyboardInterrupt):
+        index(corpus)
+    monkeypatch.undo()
+    status = Corpus(corpus).status()
+    assert status["indexed"] is False and status["drift"]["new"] == 19
+    report, _ = index(corpus)
+    assert report.new == 19 and Corpus(corpus).status(deep=True)["consistent"]
+
+
+def test_deep_status_finds_a_vector_missing_from_hnsw(corpus):
+    index(corpus)
+    import ragx.index.vectors as vectors
+
+    snap = Snapshot.load(sorted((corpus / ".ragx").glob("gen-*"))[-1])
+    v = vectors.VectorIndex.load(snap.folder / "vectors.hnsw", snap.vectors.shape[1])
+    v.remove(snap.ids[:1])
+    v.save(snap.folder / "vectors.hnsw")
+    assert Corpus(corpus).status()["consistent"]  # the quick check reads ids and shapes only
+    deep = Corpus(corpus).status(deep=True)
+    assert not deep["consistent"] and "unreadable" in deep["problems"][0]

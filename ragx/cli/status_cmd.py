@@ -17,10 +17,11 @@ def status_command(
     root: RootOpt = None,
     json_out: JsonOpt = False,
     no_drift: Annotated[bool, typer.Option("--no-drift", help="Skip scanning the corpus for changes.")] = False,
+    deep: Annotated[bool, typer.Option("--deep", help="Also read every vector back from the HNSW index.")] = False,
 ) -> None:
     """Files, chunks, edges, communities, model, and drift (new/changed/deleted files) against the index."""
     corpus = Corpus.open(root)
-    info = corpus.status(drift=not no_drift)
+    info = corpus.status(drift=not no_drift, deep=deep)
     # Exit 1 (success, nothing there) when not indexed; 2 when the index is inconsistent.
     code = EXIT_EMPTY if not info["indexed"] else (0 if info["consistent"] else EXIT_ERROR)
     if json_out:

@@ -1,52 +1,93 @@
-"""Engine registry: ``make_embedder(engine, model, **opts)``.
+"""Provider registry: embedding engines (``make_embedder``), the reranker and the query expander.
 
 Each engine is a factory ``(model: str, **opts) -> Embedder``. Factories import their engine
 module lazily, so importing the registry costs nothing and choosing the embedded engine never
 imports torch or an HTTP client.
 
+Engines:
+
+* ``"embedded"`` -- the bundled all-MiniLM-L6-v2 (or a local sentence-transformers directory) run
+  with onnxruntime; opts ``cache_dir``, ``threads``.
+* ``"openai"`` -- an OpenAI-compatible ``POST {base_url}/embeddings``; ``model`` is the served model
+  name; opts ``base_url``, ``api_key_env``, ``doc_prefix``, ``query_prefix``, ``timeout``,
+  ``max_retries``, ``max_tokens``, ``tokenizer`` (see :mod:`ragx.models.openai_engine`).
+* ``"sentence-transformers"`` -- ``SentenceTransformer(model)`` in process (torch); ``model`` is a
+  local directory or a hub name; opts ``doc_prefix``, ``query_prefix``, ``device``.
+
 Adding an engine (extension point): write ``ragx/models/<engine>.py`` with a class implementing
 :class:`~ragx.models.base.Embedder`, add a factory below and an entry in ``_ENGINES`` (or call
-:func:`register_engine` at run time, e.g. from a plugin or a test). Planned:
+:func:`register_engine` at run time, e.g. from a plugin or a test), and map its config keys in
+:func:`embedder_options`.
 
-* ``"openai"`` -- an OpenAI-compatible ``/v1/embeddings`` endpoint; ``model`` is the served model
-  name, opts like ``base_url``, ``api_key_env``, ``dim``, ``max_tokens``, ``timeout``.
-* ``"sentence-transformers"`` -- ``SentenceTransformer(model, device=...)`` in process (torch);
-  ``model`` is a local path or an installed model, opts like ``device``.
+Degraded providers (a reranker that cannot load, an expansion call that failed) do not stop a query;
+they report through :func:`warn_once`, which prints each distinct warning once per process.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from .base import Embedder
 
-__all__ = ["PLANNED_ENGINES", "available_engines", "make_embedder", "register_engine"]
+__all__ = [
+    "available_engines",
+    "embedder_options",
+    "make_embedder",
+    "make_expander",
+    "make_reranker",
+    "register_engine",
+    "warn_once",
+]
 
 EngineFactory = Callable[..., Embedder]
 
-#: Engines that are designed but not written yet (named in the error message).
-PLANNED_ENGINES = ("openai", "sentence-transformers")
+#: Config keys of [embeddings] each engine takes as options (besides engine, model, batch_size).
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "embedded": (),
+    "openai": ("base_url", "api_key_env", "doc_prefix", "query_prefix", "timeout", "max_retries", "max_tokens", "tokenizer"),
+    "sentence-transformers": ("doc_prefix", "query_prefix", "device"),
+}
+
+
+def _check_opts(engine: str, opts: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(opts) - allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) for the {engine} engine: {', '.join(unknown)} "
+            f"(accepted: {', '.join(sorted(allowed))})"
+        )
 
 
 def _make_embedded(model: str, **opts: Any) -> Embedder:
     """Options: ``cache_dir`` (ONNX cache root), ``threads`` (onnxruntime intra-op threads)."""
     from .embedded import EmbeddedEmbedder, resolve_model
 
-    allowed = {"cache_dir", "threads"}
-    unknown = sorted(set(opts) - allowed)
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) for the embedded engine: {', '.join(unknown)} "
-            f"(accepted: {', '.join(sorted(allowed))})"
-        )
+    _check_opts("embedded", opts, {"cache_dir", "threads"})
     name, path = resolve_model(model)
     return EmbeddedEmbedder(path, name, **opts)
 
 
-# Extension point: "openai": _make_openai, "sentence-transformers": _make_sentence_transformers.
+def _make_openai(model: str, **opts: Any) -> Embedder:
+    from .openai_engine import OpenAIEmbedder
+
+    _check_opts("openai", opts, {*ENGINE_OPTIONS["openai"], "backoff"})
+    return OpenAIEmbedder(model, **opts)
+
+
+def _make_sentence_transformers(model: str, **opts: Any) -> Embedder:
+    from .st_engine import SentenceTransformerEmbedder
+
+    _check_opts("sentence-transformers", opts, set(ENGINE_OPTIONS["sentence-transformers"]))
+    return SentenceTransformerEmbedder(model, **opts)
+
+
 _ENGINES: dict[str, EngineFactory] = {
     "embedded": _make_embedded,
+    "openai": _make_openai,
+    "sentence-transformers": _make_sentence_transformers,
 }
 
 
@@ -62,18 +103,63 @@ def available_engines() -> list[str]:
 def make_embedder(engine: str, model: str, **opts: Any) -> Embedder:
     """Build the embedder ``engine`` serving ``model``; ``opts`` are engine-specific.
 
-    Cheap: engines load weights and sessions lazily, on first use.
-    Raises ``ValueError`` for an unknown engine, model or option.
+    Cheap: engines load weights and sessions, or contact servers, lazily on first use.
+    Raises ``ValueError`` for an unknown engine, model or option, and ``ConfigError`` when a
+    named API-key variable is unset.
     """
     factory = _ENGINES.get(engine)
     if factory is None:
         available = ", ".join(repr(e) for e in available_engines())
-        if engine in PLANNED_ENGINES:
-            raise ValueError(
-                f"embedding engine {engine!r} is not implemented yet; available: {available}"
-            )
-        raise ValueError(
-            f"unknown embedding engine {engine!r}; available: {available} "
-            f"(planned: {', '.join(PLANNED_ENGINES)})"
-        )
+        raise ValueError(f"unknown embedding engine {engine!r}; available: {available}")
     return factory(model, **opts)
+
+
+def embedder_options(emb: Any) -> dict[str, Any]:
+    """The [embeddings] settings the configured engine takes, as ``make_embedder`` options."""
+    return {key: getattr(emb, key) for key in ENGINE_OPTIONS.get(emb.engine, ())}
+
+
+def make_reranker(rerank: Any) -> Any | None:
+    """The reranker [rerank] asks for, or None when ``rerank.model`` is empty. Loads lazily."""
+    if not (rerank.model or "").strip():
+        return None
+    from .rerank import CrossEncoderReranker
+
+    return CrossEncoderReranker(rerank.model, batch_size=rerank.batch_size, max_length=rerank.max_length, device=rerank.device)
+
+
+def make_expander(expand: Any) -> Any | None:
+    """The query expander [expand] asks for, or None when ``expand.enabled`` is false."""
+    if not expand.enabled:
+        return None
+    from .expand import ChatExpander
+
+    return ChatExpander(
+        expand.model,
+        base_url=expand.base_url,
+        api_key_env=expand.api_key_env,
+        timeout=expand.timeout,
+        max_retries=expand.max_retries,
+        variants=expand.variants,
+        hyde=expand.hyde,
+    )
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str) -> bool:
+    """Print ``ragx: warning: <message>`` on stderr the first time ``key`` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return False
+        _warned.add(key)
+    print(f"ragx: warning: {message}", file=sys.stderr, flush=True)
+    return True
+
+
+def reset_warnings() -> None:
+    """Forget which warnings were printed (tests)."""
+    with _warned_lock:
+        _warned.clear()

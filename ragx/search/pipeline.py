@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import CorruptIndexError, ManifestMismatchError, UsageError
+from ..errors import ManifestMismatchError, NoIndexError, UsageError
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
 from ..index.store import Store
@@ -34,12 +34,19 @@ class QueryOptions:
 
 
 class Searcher:
-    def __init__(self, layout: Layout, embedder_factory: Callable[[], Any], reranker_factory: Callable[[], Any] | None = None):
+    def __init__(
+        self,
+        layout: Layout,
+        embedder_factory: Callable[[], Any],
+        reranker_factory: Callable[[], Any] | None = None,
+        expander_factory: Callable[[], Any] | None = None,
+    ):
         self.layout = layout
         self.store = Store(layout.db, readonly=True)
         self._embedder_factory = embedder_factory
         self._embedder = None
         self._reranker_factory = reranker_factory
+        self._expander_factory = expander_factory  # LLM query expansion (ragx/models/expand.py), None = off
         self._generation: int | None = None
         self.snapshot: Snapshot | None = None
         self.manifest: dict = {}
@@ -56,7 +63,7 @@ class Searcher:
             manifest = self.store.manifest()
         generation = manifest.get("generation")
         if generation is None:
-            raise CorruptIndexError(f"index in {self.layout.root} has no committed generation: run `ragx index`")
+            raise NoIndexError(f"no finished index run in {self.layout.root}: run `ragx index`")
         if generation != self._generation:
             self.snapshot = Snapshot.load(self.layout.gen(int(generation)))
             self._generation = generation
@@ -81,16 +88,45 @@ class Searcher:
         self.check_model()
         variants = [query]
         qvecs = self.embedder.embed_query(query)[None, :]
-        return retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps)
+        note = None
+        if self._expander_factory is not None:
+            if expand:  # each reformulation (and the HyDE passage) adds a dense leg to the fusion
+                from ..models.expand import expansion_legs
+                from ..models.registry import warn_once
+
+                texts, vecs, note = expansion_legs(self._expander_factory, self.embedder, query, warn_once)
+                if texts:
+                    variants += texts
+                    qvecs = np.vstack([qvecs, vecs])
+            else:
+                note = {"used": False, "skipped": "turned off for this query (--no-expand)"}
+        c = retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps)
+        if note is not None:
+            c.notes["expand"] = note
+        return c
 
     def rerank(self, c: Candidates, params: Params) -> None:
         """Fill rerank scores for the shortlist, when a reranker is configured and weighted."""
-        if params.alpha <= 0 or self._reranker_factory is None:
+        if self._reranker_factory is None:
             return
+        if params.alpha <= 0:
+            c.notes["rerank"] = {"skipped": "turned off (--no-rerank or search.alpha = 0)"}
+            return
+        from ..errors import ProviderError
+        from ..models.registry import warn_once
+
         picked = shortlist(c, params)
-        reranker = self._reranker_factory()
-        rows = self.store.chunks(c.nodes[picked], ("id", "text"))
-        c.rerank[picked] = reranker.score(c.query, [r["text"] for r in rows])
+        reranker = None
+        try:
+            reranker = self._reranker_factory()
+            rows = self.store.chunks(c.nodes[picked], ("id", "text"))
+            scores = reranker.score(c.query, [r["text"] for r in rows])
+        except ProviderError as exc:  # the model cannot load or score: answer without it, say why once
+            c.rerank_model = getattr(reranker, "name", None)
+            c.notes["rerank"] = {"skipped": str(exc)}
+            warn_once(f"rerank:{exc}", f"rerank skipped: {exc}")
+            return
+        c.rerank[picked] = scores
         c.rerank_model = getattr(reranker, "name", None)
 
     def search(self, query: str, params: Params, options: QueryOptions) -> dict[str, Any]:
@@ -101,6 +137,7 @@ class Searcher:
         doc["query"] = query
         doc["params"] = dataclasses.asdict(params)
         doc["variants"] = c.variants
+        doc["expand"] = {"used": False, **c.notes.get("expand", {})}
         doc["rerank"] = {"used": ranking.reranked, "model": c.rerank_model, **c.notes.get("rerank", {})}
         doc["generation"] = self._generation
         return doc

@@ -1,0 +1,107 @@
+"""Cross-encoder reranking: score (query, chunk) pairs with a sentence-transformers ``CrossEncoder``.
+
+An optional extra (``pip install "ragx[rerank]"``): sentence-transformers, hence torch, is imported
+only when a reranker is configured and first used. ``rerank.model`` is a Hugging Face hub name or a
+local directory.
+
+A model that cannot be loaded (the extra missing, the hub unreachable, a bad directory) raises a
+:class:`~ragx.errors.ProviderError` with one line; the failure is remembered, so a long-lived process
+(the MCP server, `ragx eval`) does not retry a slow failing load on every query. The search pipeline
+turns that error into "rerank skipped" for the query, with one warning per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProviderError
+
+__all__ = ["CrossEncoderReranker"]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
+
+
+class CrossEncoderReranker:
+    """``score(query, texts)`` -> float64 relevance per text (higher is more relevant)."""
+
+    def __init__(self, model: str, *, batch_size: int = 16, max_length: int = 512, device: str = "") -> None:
+        model = (model or "").strip()
+        if not model:
+            raise ValueError("rerank.model is empty (no reranker configured)")
+        if batch_size < 1:
+            raise ValueError(f"rerank.batch_size must be >= 1, got {batch_size}")
+        if max_length < 8:
+            raise ValueError(f"rerank.max_length must be at least 8, got {max_length}")
+        self.model = model
+        self.name = model
+        self.batch_size = int(batch_size)
+        self.max_length = int(max_length)
+        self.device = device or None
+        self._ce: Any = None
+        self._error: ProviderError | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CrossEncoderReranker({self.model!r})"
+
+    def load(self) -> Any:
+        """The loaded CrossEncoder; raises (and remembers) a one-line ProviderError when it cannot load."""
+        if self._ce is not None:
+            return self._ce
+        with self._lock:
+            if self._ce is None:
+                if self._error is None:
+                    try:
+                        self._ce = self._load()
+                    except ProviderError as exc:
+                        self._error = exc
+                if self._error is not None:
+                    raise self._error
+        return self._ce
+
+    def _load(self) -> Any:
+        if self.model.startswith(("/", "./", "../", "~")) and not Path(self.model).expanduser().is_dir():
+            raise ProviderError(f"reranker {self.model} unavailable: no such directory (fix rerank.model, or set it to \"\")")
+        try:
+            from sentence_transformers import CrossEncoder
+
+            from .st_engine import load_local_first, quiet_transformers
+        except ImportError as exc:
+            raise ProviderError(
+                f"reranker {self.model} unavailable: {exc.name or 'sentence-transformers'} is not installed "
+                '(pip install "ragx[rerank]")'
+            ) from None
+        try:
+            with quiet_transformers():
+                ce = load_local_first(CrossEncoder, self.model, max_length=self.max_length, device=self.device)
+        except Exception as exc:  # noqa: BLE001 - hub errors, bad directories, wrong architectures
+            raise ProviderError(f"reranker {self.model} could not be loaded: {_first_line(exc)}") from None
+        if getattr(ce, "num_labels", 1) != 1:
+            raise ProviderError(
+                f"reranker {self.model} has {ce.num_labels} output labels; a relevance cross-encoder has 1"
+            )
+        return ce
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """Relevance of each text to the query, in input order (``(len(texts),)`` float64)."""
+        ce = self.load()
+        if len(texts) == 0:
+            return np.empty(0, dtype=np.float64)
+        try:
+            scores = ce.predict(
+                [(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
+        except Exception as exc:  # noqa: BLE001 - a scoring failure skips rerank like a load failure
+            raise ProviderError(f"reranker {self.model} failed while scoring: {_first_line(exc)}") from None
+        out = np.asarray(scores, dtype=np.float64).reshape(len(texts))
+        if not np.all(np.isfinite(out)):
+            raise ProviderError(f"reranker {self.model} produced non-finite scores")
+        return out
