@@ -1,0 +1,23 @@
+"""`ragx mcp`: serve the corpus to coding agents over MCP (stdio). The SDK is imported only here, when run."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .app import RootOpt, app
+
+
+@app.command("mcp")
+def mcp_command(
+    root: RootOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each index run and tool error on stderr.")] = False,
+) -> None:
+    """Serve search, index, status and inspect as MCP tools over stdio (for Claude Code, Cursor, ...).
+
+    stdout carries only MCP messages; logs go to stderr. The embedding model loads on the first search.
+    """
+    from ..mcp.server import serve
+
+    serve(root, verbose=verbose)

@@ -1,0 +1,219 @@
+"""`ragx mcp`: the MCP server over stdio, built on the official MCP Python SDK (`mcp` 2.x, MCPServer).
+
+Four tools, each returning one versioned ragx document as structured content, and the same document
+as compact JSON text (what `ragx <command> --json` prints): `search` (ragx.query.v1 / ragx.files.v1),
+`index` (ragx.index.v1), `status` (ragx.status.v1) and `inspect` (ragx.inspect.v1).
+
+Errors never end the server: a RagxError comes back as a tool error (isError) whose text is the
+one line the CLI prints after "ragx: error:"; a bad argument as a one-line "invalid argument ..."
+error; anything unexpected as "internal error: ..." with the traceback logged to stderr.
+
+stdout carries protocol messages only. While serving, the SDK's stdio transport points file
+descriptor 1 at stderr and writes the protocol to a private duplicate, so a stray print (here, in a
+library, or in a C extension) lands on stderr; ragx itself logs to stderr and reports index progress
+as MCP progress notifications.
+
+Start-up imports the SDK and `ragx.api` only: no model, no onnxruntime, no torch. The embedding
+model loads on the first `search` (or `index`) and stays warm in the one `Corpus` of the process.
+"""
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import anyio.from_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from .. import __version__, schemas
+from ..errors import RagxError
+from .service import Service
+
+log = logging.getLogger("ragx.mcp")
+
+# Every tool returns a JSON object (a ragx.*.v1 document): advertised as the output schema.
+Document = Annotated[CallToolResult, dict[str, Any]]
+
+READ_ONLY = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
+
+INSTRUCTIONS = """\
+ragx searches the local corpus at {root} by meaning (dense vectors + BM25 + a chunk similarity graph).
+Use `search` to find where something is discussed or implemented: results carry the file path
+(relative to the corpus root) and 1-based line ranges; `files_only` gives a ranked file list.
+Call `status` to see whether the corpus drifted from the index (new/changed/deleted files) and
+`index` after editing files (incremental; `path` limits it to one file or folder). `inspect` looks
+at a chunk, a file's chunks, a chunk's graph neighbours, or the communities. Paths must stay inside
+the corpus root."""
+
+
+class _Server(MCPServer):
+    """MCPServer whose argument errors are one line, like the CLI's, and which refuses unknown arguments."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = set(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                raise ToolError(
+                    f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {name} "
+                    f"(accepted: {', '.join(sorted(known)) or 'none'})"
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_one_line(exc.__cause__)) from exc.__cause__
+            raise
+
+
+def _one_line(exc: ValidationError) -> str:
+    """A pydantic validation error as one line: 'invalid argument top: ... (got 'many')'."""
+    parts = []
+    for e in exc.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        if e["type"] == "missing":
+            parts.append(f"missing argument {where}")
+        else:
+            parts.append(f"invalid argument {where}: {e['msg']} (got {e.get('input')!r})")
+    return "; ".join(parts)
+
+
+def _ok(doc: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=schemas.dumps(doc))], structured_content=doc)
+
+
+def _failed(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
+    """Run one tool call; every failure becomes a tool error and the server goes on."""
+    try:
+        return _ok(work())
+    except RagxError as exc:
+        log.info("%s: %s", tool, exc)
+        return _failed(str(exc))
+    except Exception as exc:  # a crash in one call must not end the server
+        log.exception("%s failed unexpectedly", tool)
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return _failed(f"internal error in {tool}: {type(exc).__name__}" + (f": {first}" if first else ""))
+
+
+def build_server(service: Service) -> MCPServer:
+    """The MCP server for one corpus; `service` holds its one `Corpus`."""
+    server = _Server(
+        name="ragx",
+        title="ragx local semantic search",
+        version=__version__,
+        instructions=INSTRUCTIONS.format(root=service.root),
+        log_level="WARNING",
+    )
+
+    @server.tool(annotations=ToolAnnotations(title="Search the corpus", **READ_ONLY))
+    def search(
+        query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
+        top: Annotated[
+            int | None, Field(ge=1, description="How many results (default: the corpus's search.top, usually 10).")
+        ] = None,
+        files_only: Annotated[
+            bool, Field(description="Rank files instead of chunks (schema ragx.files.v1): one entry per file with its best chunk's lines.")
+        ] = False,
+        explain: Annotated[bool, Field(description="Add each result's seed -> edge -> chunk path.")] = False,
+        no_graph: Annotated[bool, Field(description="Fast mode: seeds only, no heat propagation over the similarity graph.")] = False,
+        no_lexical: Annotated[bool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
+        no_rerank: Annotated[bool, Field(description="Fast mode: skip the cross-encoder reranker (when one is configured).")] = False,
+        no_expand: Annotated[bool, Field(description="Fast mode: skip LLM query expansion (when enabled).")] = False,
+    ) -> Document:
+        """Search the corpus by meaning. Returns ranked chunks (schema ragx.query.v1): each result has
+        `file` (path relative to the corpus root), `line_start`/`line_end` (1-based, inclusive), byte
+        offsets, `score` with its breakdown, and the chunk `text` (cut at 600 characters, `truncated`
+        says so). With files_only, ranked files (schema ragx.files.v1). Same JSON as
+        `ragx query --json`. The first search loads the embedding model; later ones are fast."""
+        return _answer("search", lambda: service.search(
+            query, top=top, files_only=files_only, explain=explain,
+            no_graph=no_graph, no_lexical=no_lexical, no_rerank=no_rerank, no_expand=no_expand,
+        ))
+
+    @server.tool(annotations=ToolAnnotations(
+        title="Update the index", read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False,
+    ))
+    def index(
+        ctx: Context,
+        path: Annotated[
+            str | None,
+            Field(description="Only refresh this file or folder (relative to the corpus root, or absolute inside it). Default: the whole corpus."),
+        ] = None,
+    ) -> Document:
+        """Bring the index up to date with the files: index new and changed files, drop deleted ones,
+        repair the similarity graph around them (incremental; never touches the files themselves, only
+        the corpus's .ragx/ folder). Call it after editing files so that search sees the edits.
+        Returns the index report (schema ragx.index.v1, like `ragx index --json`): files new/changed/
+        deleted/unchanged, chunks embedded, totals, seconds. Sends progress notifications while
+        embedding when the client asks for progress."""
+
+        def progress(done: int, total: int) -> None:
+            anyio.from_thread.run(ctx.report_progress, done, total, "embedding chunks")
+
+        return _answer("index", lambda: service.index(path, progress=progress))
+
+    @server.tool(annotations=ToolAnnotations(title="Index status", **READ_ONLY))
+    def status() -> Document:
+        """What the index holds (files, chunks, edges, communities, model, generation), whether it is
+        consistent, and `drift`: how many files are new, changed or deleted since the last index run
+        (schema ragx.status.v1, like `ragx status --json`). If drift is not all zero, call `index`.
+        Cheap: loads no model."""
+        return _answer("status", service.status)
+
+    @server.tool(annotations=ToolAnnotations(title="Look inside the index", **READ_ONLY))
+    def inspect(
+        what: Annotated[
+            Literal["chunk", "file", "neighbors", "communities", "community"],
+            Field(description="chunk: one chunk by id; file: a file's chunks; neighbors: a chunk's graph neighbours; "
+                              "communities: all Leiden communities; community: one community's chunks."),
+        ],
+        arg: Annotated[
+            int | str | None,
+            Field(description="The chunk id (chunk, neighbors), the file path relative to the corpus root (file), "
+                              "or the community number (community); omitted for communities."),
+        ] = None,
+    ) -> Document:
+        """Look inside the index (schema ragx.inspect.v1, like `ragx inspect --json`): a chunk's text and
+        location, a file's chunks with their line ranges, a chunk's graph neighbours with edge weights,
+        or the Leiden communities of the similarity graph."""
+        return _answer("inspect", lambda: service.inspect(what, arg))
+
+    return server
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Plain one-line logs on stderr (set before MCPServer, whose own logging setup then stays idle)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("ragx mcp: %(levelname)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("ragx").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def serve(root: str | None = None, *, verbose: bool = False) -> None:
+    """Serve the corpus at `root` (or the one found from the working directory) over stdio until EOF."""
+    _configure_logging(verbose)
+    service = Service(root)  # NoCorpusError (bad --root) ends the command with exit 2, before serving
+    server = build_server(service)
+    print(f"ragx mcp: serving {service.root} over stdio (ragx {__version__})", file=sys.stderr, flush=True)
+    if service.refusal:
+        print(f"ragx mcp: warning: {service.refusal}", file=sys.stderr, flush=True)
+    elif not service.marked:
+        print(
+            f"ragx mcp: warning: no ragx.toml or .ragx/ at or above {service.root}: serving the working "
+            "directory as the corpus; pass --root to choose one",
+            file=sys.stderr, flush=True,
+        )
+    try:
+        server.run("stdio")
+    finally:
+        service.close()

@@ -1,0 +1,193 @@
+"""What the MCP tools do, without the MCP SDK: one warm `Corpus` and the CLI's JSON documents.
+
+A server process keeps ONE `Corpus`, so the embedding model (loaded by the first search) and the
+searcher (which follows new index generations itself) stay warm across calls. The corpus is opened on
+the first call and re-opened only when what it was built from changes: `ragx.toml` or the rc file
+(settings), or the index database file itself (deleted and rebuilt by someone else). A config
+mistake is therefore reported on every call until it is fixed, and never kills the server.
+
+Calls that use the searcher or write the index run one at a time (one lock); `status` only takes
+the lock to pick the corpus, so it answers while an index run is in progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .. import schemas
+from ..api import Corpus
+from ..config import INDEX_DIR, PROJECT_FILE, find_root, rc_path, resolve_root
+from ..errors import UsageError
+
+log = logging.getLogger("ragx.mcp")
+
+INSPECT_TARGETS = ("chunk", "file", "neighbors", "communities", "community")
+
+# progress(done, total): called from the thread that runs the index, at most every PROGRESS_EVERY s.
+Progress = Callable[[int, int], None]
+PROGRESS_EVERY = 0.25
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What identifies a file's version cheaply: device, inode, size, mtime (None when absent)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class _LogReporter:
+    """An index Reporter that never touches stdout: warnings to the log (stderr), progress to a callback."""
+
+    def __init__(self, progress: Progress | None):
+        self._progress = progress
+
+    @contextmanager
+    def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
+        done = 0
+        last = 0.0
+        report = self._progress
+
+        def advance(n: int) -> None:
+            nonlocal done, last
+            done += n
+            now = time.monotonic()
+            if report is not None and (now - last >= PROGRESS_EVERY or done >= total):
+                last = now
+                try:
+                    report(done, total)
+                except Exception:  # a lost progress note must not fail the index run
+                    log.debug("progress notification failed", exc_info=True)
+
+        log.info("embedding %d chunks", total)
+        yield advance
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+
+
+class Service:
+    """The four tools as plain methods returning ragx.*.v1 documents; RagxError on bad input."""
+
+    def __init__(self, root: str | Path | None = None):
+        # Fails fast (NoCorpusError) when --root is not a folder: nothing could be served.
+        self.root = resolve_root(root)
+        self.marked = root is not None or find_root() is not None
+        # An agent client often starts servers in / or the home folder: never scan or index those by
+        # accident. Every call says how to fix the server's config instead.
+        self.refusal: str | None = None
+        if not self.marked and self.root in (Path(self.root.anchor), Path.home().resolve()):
+            self.refusal = (
+                f"no corpus: ragx mcp was started in {self.root}, with no ragx.toml or .ragx/ at or above it; "
+                "pass --root DIR in the MCP server's configuration"
+            )
+        self._lock = threading.Lock()  # searcher, embedder and index writes: one call at a time
+        self._pick = threading.Lock()  # guards (re)opening the corpus
+        self._corpus: Corpus | None = None
+        self._stamps: tuple = ()
+
+    # ---- the corpus ------------------------------------------------------------------------------
+    def _inputs(self) -> tuple:
+        return (_stamp(self.root / PROJECT_FILE), _stamp(rc_path()), _stamp(self.root / INDEX_DIR / "index.sqlite"))
+
+    def corpus(self, *, shared: bool = True) -> Corpus:
+        """The server's corpus, re-opened only when its settings or its index database file changed.
+
+        Callers that use the searcher hold `_lock` (shared=True), so closing a stale one is safe.
+        `status` does not hold it (shared=False): when the corpus is stale it gets a fresh throwaway
+        one and leaves the swap to the next locked call.
+        """
+        if self.refusal:
+            raise UsageError(self.refusal)
+        with self._pick:
+            stale = self._corpus is not None and self._stale()
+            if stale and not shared:
+                return Corpus(self.root)
+            if stale:
+                log.info("settings or index database changed: re-opening %s", self.root)
+                self._close()
+            if self._corpus is None:
+                stamps = self._inputs()
+                self._corpus = Corpus(self.root)  # ConfigError propagates; retried on the next call
+                self._stamps = stamps
+            return self._corpus
+
+    def _stale(self) -> bool:
+        """Whether the settings files changed, or the index database is another file than before."""
+        settings_then, rc_then, db_then = self._stamps
+        settings_now, rc_now, db_now = self._inputs()
+        if (settings_then, rc_then) != (settings_now, rc_now):
+            return True
+        # Every index run rewrites the database in place (same device and inode). A database that
+        # appears (the first index run, ours or the CLI's) is adopted; one that disappears or is
+        # another file (the index deleted and built again) invalidates the open searcher.
+        if db_then is None:
+            self._stamps = (settings_then, rc_then, db_now)
+            return False
+        return db_now is None or db_now[:2] != db_then[:2]
+
+    def _close(self) -> None:
+        corpus, self._corpus = self._corpus, None
+        searcher = corpus.__dict__.get("searcher") if corpus is not None else None
+        if searcher is not None:
+            try:
+                searcher.close()
+            except Exception:  # closing a stale connection is best effort
+                log.debug("closing the old searcher failed", exc_info=True)
+
+    # ---- tools -----------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        top: int | None = None,
+        files_only: bool = False,
+        explain: bool = False,
+        no_graph: bool = False,
+        no_lexical: bool = False,
+        no_rerank: bool = False,
+        no_expand: bool = False,
+    ) -> dict[str, Any]:
+        text = query.strip()
+        if not text:
+            raise UsageError("empty query")
+        with self._lock:
+            doc = self.corpus().query(
+                text, top=top, files_only=files_only, explain=explain,
+                graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+            )
+        return schemas.document(schemas.FILES if files_only else schemas.QUERY, doc)
+
+    def index(self, path: str | None = None, *, progress: Progress | None = None) -> dict[str, Any]:
+        if path is not None and not path.strip():
+            raise UsageError("index path is empty (omit it to index the whole corpus)")
+        with self._lock:
+            corpus = self.corpus()
+            log.info("indexing %s%s", corpus.root, f" (only {path})" if path else "")
+            report = corpus.index(path=path, reporter=_LogReporter(progress))
+        payload = dataclasses.asdict(report)
+        payload["chunks_per_second"] = report.chunks_per_second
+        return schemas.document(schemas.INDEX, payload)
+
+    def status(self) -> dict[str, Any]:
+        return schemas.document(schemas.STATUS, self.corpus(shared=False).status(drift=True))
+
+    def inspect(self, what: str, arg: str | int | None = None) -> dict[str, Any]:
+        if what not in INSPECT_TARGETS:
+            raise UsageError(f"unknown inspect target {what!r} ({', '.join(INSPECT_TARGETS)})")
+        with self._lock:
+            doc = self.corpus().inspect(what, None if arg is None else str(arg))
+        return schemas.document(schemas.INSPECT, {"what": what, **doc})
+
+    def close(self) -> None:
+        with self._lock, self._pick:
+            self._close()

@@ -1,0 +1,18 @@
+"""Registers the embedding engine "test-hash" (fakes.HashEmbedder) in this process.
+
+For tests that run ragx in a subprocess, where monkeypatching is impossible: start it as
+`python -c "import fakes_registration; from ragx.cli.main import run; run([...])"` with `tests/` on
+PYTHONPATH, over a corpus whose ragx.toml says `[embeddings] engine = "test-hash"`. Uses the
+supported extension point `ragx.models.registry.register_engine`; the product knows nothing of it.
+"""
+
+from __future__ import annotations
+
+from fakes import HashEmbedder
+
+from ragx.models.registry import register_engine
+
+ENGINE = "test-hash"
+RAGX_TOML = f'[embeddings]\nengine = "{ENGINE}"\n'
+
+register_engine(ENGINE, lambda model, **opts: HashEmbedder())
