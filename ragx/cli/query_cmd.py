@@ -58,7 +58,14 @@ def _print_path(path: list[dict]) -> None:
     out.print(line, highlight=False)
 
 
+def _print_variants(doc: dict) -> None:
+    if len(doc.get("variants", [])) > 1:
+        out.print("query variants (expansion): " + " | ".join(escape(v) for v in doc["variants"][1:]), highlight=False)
+
+
 def _print_chunks(doc: dict, explain: bool) -> None:
+    if explain:
+        _print_variants(doc)
     for r in doc["results"]:
         b = r["breakdown"]
         out.print(
@@ -74,6 +81,8 @@ def _print_chunks(doc: dict, explain: bool) -> None:
 
 
 def _print_files(doc: dict, explain: bool) -> None:
+    if explain:
+        _print_variants(doc)
     for r in doc["results"]:
         best = r["best_chunk"]
         out.print(

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..search.candidates import PassCaps
 from ..search.pipeline import Searcher
 from ..search.score import rank_files, score
@@ -69,7 +71,11 @@ def run_eval(
     progress: Callable[[int], None] | None = None,
 ) -> EvalResult:
     started = time.perf_counter()
-    caps = wide_caps(configs)
+    # Configurations with and without query expansion need different passes (expansion adds dense legs).
+    groups: dict[bool, list[EvalConfig]] = {}
+    for cfg in configs:
+        groups.setdefault(cfg.expand, []).append(cfg)
+    caps = {flag: wide_caps(group) for flag, group in groups.items()}
     result = EvalResult(configs)
     file_runs: dict[str, dict[str, dict[str, float]]] = {c.name: {} for c in configs}
     chunk_runs: dict[str, dict[str, dict[str, float]]] = {c.name: {} for c in configs}
@@ -78,20 +84,24 @@ def run_eval(
     searcher.refresh()
     paths = _file_paths(searcher)
     for q in queries:
-        t0 = time.perf_counter()
-        c = searcher.pass_with_caps(q.text, caps)
         if with_spans:
             chunk_qrels[q.id] = _span_qrels(searcher, q)
-        result.pass_seconds += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for cfg in configs:
-            ranking = score(c, cfg.params)
-            files, sums = rank_files(c, ranking, cfg.params)
-            file_runs[cfg.name][q.id] = {paths[f]: float(s) for f, s in zip(files[:DEPTH].tolist(), sums[:DEPTH].tolist())}
-            if with_spans:
-                top = ranking.order[:DEPTH]
-                chunk_runs[cfg.name][q.id] = {str(i): float(s) for i, s in zip(c.nodes[top].tolist(), ranking.score[top].tolist())}
-        result.score_seconds += time.perf_counter() - t0
+        for flag, group in groups.items():
+            t0 = time.perf_counter()
+            c = searcher.pass_with_caps(q.text, caps[flag], expand=flag)
+            result.pass_seconds += time.perf_counter() - t0
+            for cfg in group:
+                t0 = time.perf_counter()
+                if cfg.params.alpha > 0:  # this config's own shortlist, as a standalone query would rerank
+                    c.rerank[:] = np.nan
+                    searcher.rerank(c, cfg.params)
+                ranking = score(c, cfg.params)
+                files, sums = rank_files(c, ranking, cfg.params)
+                file_runs[cfg.name][q.id] = {paths[f]: float(s) for f, s in zip(files[:DEPTH].tolist(), sums[:DEPTH].tolist())}
+                if with_spans:
+                    top = ranking.order[:DEPTH]
+                    chunk_runs[cfg.name][q.id] = {str(i): float(s) for i, s in zip(c.nodes[top].tolist(), ranking.score[top].tolist())}
+                result.score_seconds += time.perf_counter() - t0
         if progress:
             progress(1)
     file_qrels = {q.id: q.files for q in queries if q.files}
