@@ -71,11 +71,13 @@ def promote(cfg, repo: Path) -> int:
         with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
             ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
         doc = eval_cli(repo, ds, item["split"], {"current": "graph", "candidate": spec})
-        cur, new = doc["files"]["means"]["current"][metric], doc["files"]["means"]["candidate"][metric]
-        ok = new >= cur - tol
-        verdicts.append(ok)
-        lines.append(f"{item['dataset']} {item['split']}: {metric} {cur:.4f} -> {new:.4f} ({'ok' if ok else 'WORSE'})")
-        print(lines[-1], flush=True)
+        means = doc["files"]["means"]
+        for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
+            cur, new = means["current"][name], means["candidate"][name]
+            ok = new >= cur - float(allowed)
+            verdicts.append(ok)
+            lines.append(f"{item['dataset']} {item['split']}: {name} {cur:.4f} -> {new:.4f} ({'ok' if ok else 'WORSE'})")
+            print(lines[-1], flush=True)
     if not all(verdicts):
         print(f"lab promote: refused: the winner of {cfg.promote.study_name} is worse than the current defaults on a held-out split")
         return 1

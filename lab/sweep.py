@@ -59,6 +59,11 @@ def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
     return out
 
 
+def objective_value(means: dict[str, float], objective: str) -> float:
+    """A metric name, or several joined by '+' (their sum), e.g. 'nDCG@10+R@100'."""
+    return sum(means[name.strip()] for name in objective.split("+"))
+
+
 def suggest(trial, space: dict[str, list], defaults: Params) -> Params:
     changes = {}
     for name, (lo, hi) in space.items():
@@ -93,7 +98,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
         r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"])
         for metric, value in r.means.items():
             trial.set_user_attr(metric, value)
-        return r.means[objective_name]
+        return objective_value(r.means, objective_name)
 
     study = optuna.create_study(
         study_name=cfg.optuna.study_name,
@@ -171,7 +176,7 @@ def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], obje
         grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
         values = []
         for v in grid.tolist():
-            values.append(rescore(passes, best.replace(**{name: v}), qrels, paths).means[objective])
+            values.append(objective_value(rescore(passes, best.replace(**{name: v}), qrels, paths).means, objective))
         out[name] = [grid.tolist(), values]
     return out
 
