@@ -5,16 +5,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pytest
-
 from fakes import HashEmbedder, make_corpus
+
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.errors import ManifestMismatchError
 from ragx.index.build import run_index
 from ragx.index.layout import Layout
 from ragx.index.snapshot import Snapshot
+
 
 def graph_by_location(root: Path) -> set[tuple]:
     """The undirected edge set keyed by (path, ordinal), so two indexes with other ids compare."""

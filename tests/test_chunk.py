@@ -8,7 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragx.ingest.chunk import Chunk, ChunkSettings, TokenCounter, chunk_text, detect_kind
+from ragx.ingest.chunk import (
+    Chunk,
+    ChunkSettings,
+    TokenCounter,
+    chunk_text,
+    detect_kind,
+)
 
 try:
     from tests.wordpiece import WhitespaceCounter, wordpiece_counter

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder
-from ragx.cli.main import run
 
 
 @pytest.fixture(autouse=True)
@@ -15,13 +14,6 @@ def fake_model(monkeypatch):
     import ragx.models.registry as registry
 
     monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        run(list(args))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.fixture

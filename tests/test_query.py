@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import numpy as np
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder, make_corpus
+
 from ragx.api import Corpus
-from ragx.cli.main import run
 from ragx.config import load_settings
 from ragx.index.build import run_index
 
@@ -27,13 +26,6 @@ def corpus(tmp_path):
     make_corpus(tmp_path)
     run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
     return tmp_path
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        run(list(args))
-    c = capsys.readouterr()
-    return e.value.code, c.out, c.err
 
 
 def test_query_json_has_locations_breakdown_and_exact_slices(corpus, capsys):

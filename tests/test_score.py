@@ -7,9 +7,9 @@ import pytest
 
 from ragx.config import load_settings
 from ragx.search.candidates import Candidates, PassCaps
+from ragx.search.fuse import rrf
 from ragx.search.score import minmax, rank_files, score, shortlist
 from ragx.search.traverse import path_of, propagate
-from ragx.search.fuse import rrf
 
 BASE = load_settings(None).search
 

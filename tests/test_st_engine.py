@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from servers import provider_env  # noqa: F401 (fixture)
 
 from ragx.models.registry import make_embedder
-from servers import provider_env  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 

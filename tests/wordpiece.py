@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ragx.models.base import WordPieceCounter
-
 import numpy as np
+
+from ragx.models.base import WordPieceCounter
 
 
 @lru_cache(maxsize=1)

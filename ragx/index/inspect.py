@@ -9,18 +9,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .snapshot import Snapshot
-from .store import Store
-
-
-def _location(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "chunk_id": row["id"],
-        "file": row["path"],
-        "line_start": row["line_start"],
-        "line_end": row["line_end"],
-        "byte_start": row["byte_start"],
-        "byte_end": row["byte_end"],
-    }
+from .store import Store, chunk_location
 
 
 def _communities_of(store: Store, ids: list[int]) -> dict[int, int]:
@@ -37,7 +26,7 @@ def chunk(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
     row = rows[0]
     nbr, _ = snap.graph.neighbors(chunk_id)
     return {
-        **_location(row),
+        **chunk_location(row),
         "ordinal": row["ordinal"],
         "kind": row["kind"],
         "n_tokens": row["n_tokens"],
@@ -57,7 +46,7 @@ def file(store: Store, path: str) -> dict[str, Any]:
     return {
         "file": path,
         "chunks": [
-            {**_location(r), "ordinal": r["ordinal"], "kind": r["kind"], "n_tokens": r["n_tokens"], "community": comms.get(r["id"])}
+            {**chunk_location(r), "ordinal": r["ordinal"], "kind": r["kind"], "n_tokens": r["n_tokens"], "community": comms.get(r["id"])}
             for r in rows
         ],
     }
@@ -75,7 +64,7 @@ def neighbors(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
         "chunk_id": chunk_id,
         "community": comms.get(chunk_id),
         "neighbors": [
-            {**_location(r), "weight": float(w), "community": comms.get(r["id"])}
+            {**chunk_location(r), "weight": float(w), "community": comms.get(r["id"])}
             for r, w in zip(rows, weight.tolist())
         ],
     }
@@ -107,4 +96,4 @@ def community(store: Store, number: int) -> dict[str, Any]:
     if not ids:
         raise UsageError(f"no community {number} (see `ragx inspect communities`)")
     rows = store.chunks(ids)
-    return {"community": number, "chunks": [_location(r) for r in rows]}
+    return {"community": number, "chunks": [chunk_location(r) for r in rows]}

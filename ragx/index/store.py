@@ -68,6 +68,18 @@ CREATE TABLE IF NOT EXISTS manifest(
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
 
+def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a stored chunk is: the fields every result and inspect document carries."""
+    return {
+        "chunk_id": row["id"],
+        "file": row["path"],
+        "line_start": row["line_start"],
+        "line_end": row["line_end"],
+        "byte_start": row["byte_start"],
+        "byte_end": row["byte_end"],
+    }
+
+
 @dataclass(frozen=True)
 class FileRow:
     id: int

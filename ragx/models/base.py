@@ -109,6 +109,14 @@ class WordPieceCounter:
         # `encode_batch_fast` skips offset tracking (counting needs none); older releases lack it.
         self._encode_batch_fast = getattr(tok, "encode_batch_fast", tok.encode_batch)
 
+    def reserve(self, prefix: str, setting: str) -> "WordPieceCounter":
+        """Leave room for a prefix that shares the model's window with every chunk (doc_prefix)."""
+        if prefix:
+            self.max_content_tokens -= int(self.count([prefix])[0])
+            if self.max_content_tokens < 8:
+                raise ValueError(f"embeddings.doc_prefix leaves no room in {setting}")
+        return self
+
     def token_offsets(self, text: str) -> np.ndarray:
         enc = self._tok.encode(text, add_special_tokens=False)
         offsets = enc.offsets

@@ -357,11 +357,7 @@ class OpenAIEmbedder:
     def token_counter(self) -> WordPieceCounter:
         if self._counter is None:
             counter = WordPieceCounter(self.tokenizer_path or bundled_tokenizer(), self.max_tokens)
-            if self.doc_prefix:  # the prefix shares the window with the chunk
-                counter.max_content_tokens -= int(counter.count([self.doc_prefix])[0])
-                if counter.max_content_tokens < 8:
-                    raise ValueError("embeddings.doc_prefix leaves no room in embeddings.max_tokens")
-            self._counter = counter
+            self._counter = counter.reserve(self.doc_prefix, "embeddings.max_tokens")
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -166,11 +166,7 @@ class SentenceTransformerEmbedder:
                 counter = WordPieceCounter(local / "tokenizer.json", self.max_tokens)
             else:
                 raise ProviderError(f"sentence-transformers model {self.model} has no fast tokenizer to size chunks with")
-            if self.doc_prefix:
-                counter.max_content_tokens -= int(counter.count([self.doc_prefix])[0])
-                if counter.max_content_tokens < 8:
-                    raise ValueError("embeddings.doc_prefix leaves no room in the model's window")
-            self._counter = counter
+            self._counter = counter.reserve(self.doc_prefix, "the model's window")
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ManifestMismatchError, NoIndexError, UsageError
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
-from ..index.store import Store
+from ..index.store import Store, chunk_location
 from .candidates import Candidates, PassCaps
 from .explain import explain_path
 from .params import Params
@@ -165,12 +165,7 @@ def chunks_document(s: Searcher, c: Candidates, r: Ranking, p: Params, o: QueryO
         text = row["text"]
         item = {
             "rank": rank,
-            "chunk_id": row["id"],
-            "file": row["path"],
-            "line_start": row["line_start"],
-            "line_end": row["line_end"],
-            "byte_start": row["byte_start"],
-            "byte_end": row["byte_end"],
+            **chunk_location(row),
             "score": float(r.score[node]),
             "hop": int(r.trace.hop[node]),
             "breakdown": _breakdown(c, r, node),
