@@ -44,7 +44,7 @@ def spec_of(params: Params, base: Params) -> str:
 def write_defaults(params: Params, provenance: list[str]) -> None:
     text = DEFAULTS_PATH.read_text(encoding="utf-8")
     head = text.split(MARKER)[0] if MARKER in text else text[: text.index("# Scoring")] if "# Scoring" in text else text
-    body = [MARKER, *(f"# {line}" for line in provenance), "[search]"]
+    body = [MARKER, "# (each knob is documented in ragx/search/params.py)", *(f"# {line}" for line in provenance), "[search]"]
     body += [f"{k} = {json.dumps(v)}" for k, v in dataclasses.asdict(params).items()]
     DEFAULTS_PATH.write_text(head.rstrip() + "\n\n" + "\n".join(body) + "\n", encoding="utf-8")
 
