@@ -10,7 +10,7 @@ from fakes import HashEmbedder, make_corpus
 
 from ragx.api import Corpus
 from ragx.config import load_settings
-from ragx.errors import ManifestMismatchError
+from ragx.errors import CorruptIndexError, ManifestMismatchError
 from ragx.index.build import run_index
 from ragx.index.layout import Layout
 from ragx.index.snapshot import Snapshot
@@ -209,3 +209,15 @@ def test_deep_status_finds_a_vector_missing_from_hnsw(corpus):
     assert Corpus(corpus).status()["consistent"]  # the quick check reads ids and shapes only
     deep = Corpus(corpus).status(deep=True)
     assert not deep["consistent"] and "unreadable" in deep["problems"][0]
+
+
+def test_full_rebuild_repairs_damaged_arrays(corpus):
+    index(corpus)
+    gen = sorted((corpus / ".ragx").glob("gen-*"))[-1]
+    (gen / "graph.npz").write_bytes(b"junk")
+    (corpus / "cooking-0.md").write_text("# cooking 0\n\nedited so the run needs the arrays\n")
+    with pytest.raises(CorruptIndexError, match="index --full"):
+        index(corpus)
+    report, emb = index(corpus, full=True)
+    assert report.embedded_chunks == report.chunks > 0
+    assert Corpus(corpus).status(deep=True)["consistent"]

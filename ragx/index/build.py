@@ -16,7 +16,7 @@ import numpy as np
 import xxhash
 
 from ..config import Settings
-from ..errors import ManifestMismatchError
+from ..errors import CorruptIndexError, ManifestMismatchError
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
 from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
 from .communities import leiden
@@ -321,7 +321,10 @@ def _reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, ha
     """
     if not have_arrays or manifest.get("embedder") != embedder.name or manifest.get("dim") != embedder.dim:
         return None
-    snap = Snapshot.load(layout.gen(int(manifest["generation"])))
+    try:
+        snap = Snapshot.load(layout.gen(int(manifest["generation"])))
+    except CorruptIndexError:
+        return None  # damaged arrays: a --full run re-embeds everything instead
     rows = store.db.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
     if not rows:
         return None
