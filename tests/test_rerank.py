@@ -98,6 +98,14 @@ def test_rerank_scores_show_in_the_breakdown_and_weigh_by_alpha(corpus, tiny_cro
     assert "warning" not in capsys.readouterr().err
 
 
+@pytest.mark.model
+def test_pairs_longer_than_the_model_can_position_are_truncated(tiny_cross_encoder):
+    from ragx.models.rerank import CrossEncoderReranker
+
+    scores = CrossEncoderReranker(str(tiny_cross_encoder), max_length=512).score("q", ["word " * 400, "short"])
+    assert scores.shape == (2,) and np.all(np.isfinite(scores))
+
+
 def test_missing_rerank_model_answers_with_one_warning_and_says_skipped(corpus, capsys):
     write_toml(corpus, '[rerank]\nmodel = "/no/such/cross-encoder"\n')
     code, out, err = call(capsys, "query", "bread oven", "--root", str(corpus), "--json")

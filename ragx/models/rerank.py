@@ -84,6 +84,11 @@ class CrossEncoderReranker:
                 ce = load_local_first(CrossEncoder, self.model, max_length=self.max_length, device=self.device)
         except Exception as exc:  # noqa: BLE001 - hub errors, bad directories, wrong architectures
             raise ProviderError(f"reranker {self.model} could not be loaded: {_first_line(exc)}") from None
+        # rerank.max_length may exceed what the model can position (512 vs a 128-position model):
+        # cap it at the model's own limit so long pairs are truncated rather than failing.
+        limit = getattr(getattr(getattr(ce, "model", None), "config", None), "max_position_embeddings", None)
+        if isinstance(limit, int) and 0 < limit < ce.max_length:
+            ce.max_length = limit
         if getattr(ce, "num_labels", 1) != 1:
             raise ProviderError(
                 f"reranker {self.model} has {ce.num_labels} output labels; a relevance cross-encoder has 1"
