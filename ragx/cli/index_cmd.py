@@ -43,7 +43,7 @@ def index_command(
     err.print(
         f"{what}: {report.files} files ({report.new} new, {report.changed} changed, {report.deleted} deleted, "
         f"{report.unchanged} unchanged), {report.embedded_chunks} chunks embedded from {len(report.embedded_files)} files"
-        f"{f' ({report.reused_chunks} unchanged chunks reused)' if report.reused_chunks else ''}; "
+        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
         f"index holds {report.chunks} chunks, {report.edges} edges, {report.communities} communities; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
     )

@@ -57,7 +57,7 @@ class IndexReport:
     unchanged: int = 0
     embedded_files: list[str] = field(default_factory=list)
     embedded_chunks: int = 0
-    reused_chunks: int = 0      # new chunks whose exact text the index already had a vector for
+    reused_chunks: int = 0      # new chunks whose exact text already had a vector (indexed, or earlier in this run)
     problems: list[dict[str, str]] = field(default_factory=list)
     skipped: int = 0
     seconds: float = 0.0
