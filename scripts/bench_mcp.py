@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark `ragx mcp` as an agent sees it: a real MCP client (the SDK's stdio client) on a corpus.
 
-    python scripts/bench_mcp.py                                   # SciFact: /work/bench/scifact
+    python scripts/bench_mcp.py                                   # SciFact, where `ragx eval beir` keeps it
     python scripts/bench_mcp.py --root DIR --queries Q.jsonl --n 50 --json
 
 Measures, in one server process:
@@ -25,8 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_ROOT = Path("/work/bench/scifact/corpus")
-DEFAULT_QUERIES = Path("/work/bench/scifact/queries/test.jsonl")
+from ragx.eval.beir import cache_dir_for
+
+# Where `ragx eval beir ../shared/data/scifact` materialises and indexes SciFact.
+_SCIFACT = cache_dir_for(Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact")
+DEFAULT_ROOT = _SCIFACT / "corpus"
+DEFAULT_QUERIES = _SCIFACT / "queries" / "test.jsonl"
 PASS_ENV = ("RAGX_RC", "RAGX_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")
 
 
