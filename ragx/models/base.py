@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "ProgressFn", "TokenCounter", "WordPieceCounter"]
+__all__ = ["Embedder", "ProgressFn", "TokenCounter", "WordPieceCounter", "check_batch"]
 
 #: Called after each batch with the number of texts finished in that batch.
 ProgressFn = Callable[[int], None]
@@ -74,6 +74,15 @@ class Embedder(Protocol):
     def token_counter(self) -> TokenCounter:
         """The counter matching this embedder's tokenizer."""
         ...
+
+
+def check_batch(texts: Sequence[str], batch_size: int) -> int:
+    """The argument checks every engine's ``embed_documents`` makes; returns ``len(texts)``."""
+    if isinstance(texts, str):
+        raise TypeError("embed_documents takes a sequence of strings, not a string")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return len(texts)
 
 
 class WordPieceCounter:

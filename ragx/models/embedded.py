@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import ProgressFn, WordPieceCounter
+from .base import ProgressFn, WordPieceCounter, check_batch
 from .onnx_export import (
     INPUT_NAMES,
     OUTPUT_NAME,
@@ -238,11 +238,7 @@ class EmbeddedEmbedder:
         batch_size: int = 32,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not a string")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        n = len(texts)
+        n = check_batch(texts, batch_size)
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
             return out

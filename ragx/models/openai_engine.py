@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, ProviderError
-from .base import ProgressFn, WordPieceCounter
+from .base import ProgressFn, WordPieceCounter, check_batch
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -364,11 +364,7 @@ class OpenAIEmbedder:
         return self._request([self.query_prefix + text])[0]
 
     def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress: ProgressFn | None = None) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not a string")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        n = len(texts)
+        n = check_batch(texts, batch_size)
         if n == 0:
             return np.empty((0, self._dim or 0), dtype=np.float32)
         # Similar lengths share a request (servers that batch pad less); longest first.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProviderError
-from .base import ProgressFn, WordPieceCounter
+from .base import ProgressFn, WordPieceCounter, check_batch
 
 __all__ = ["SentenceTransformerEmbedder", "TokenizerCounter", "load_local_first", "quiet_transformers"]
 
@@ -173,11 +173,7 @@ class SentenceTransformerEmbedder:
         return self._encode([self.query_prefix + text], 1)[0]
 
     def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress: ProgressFn | None = None) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not a string")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        n = len(texts)
+        n = check_batch(texts, batch_size)
         if n == 0:
             return np.empty((0, self.dim), dtype=np.float32)
         order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64, count=n), kind="stable")
