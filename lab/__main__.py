@@ -67,7 +67,7 @@ def cmd_sweep(cfg, overrides) -> int:
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
     sens = sensitivity(d["passes"], qrels, d["meta"]["paths"], best_params, space, cfg.sweep.objective)
     live_s, live_means = live_eval_seconds(d["corpus"], d["queries"], out["defaults"])
-    folder = REPO / "reports" / "lab" / cfg.optuna.study_name
+    folder = REPO / cfg.reports / cfg.optuna.study_name  # an absolute `reports` stays as it is
     plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective)
     summary = {
         "study": cfg.optuna.study_name,

@@ -72,3 +72,35 @@ def test_stale_cache_is_refused(setup, tmp_path):
     run_index(corpus.root, corpus.settings, HashEmbedder())
     with pytest.raises(StaleCacheError, match="index changed"):
         check_fresh(folder, Corpus(corpus.root), caps)
+
+
+@pytest.mark.model
+def test_lab_cache_and_sweep_run_end_to_end(tmp_path, monkeypatch):
+    """`python -m lab sweep` on a tiny BEIR folder with the real embedded model: trials recorded in
+    Optuna and MLflow, plots and a summary written."""
+    from lab.__main__ import main
+
+    data = tmp_path / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    docs = {f"d{i}": f"{t} " * 3 + f"document {i} about {t}" for i, t in enumerate(["rivers", "mountains", "boats", "bread", "stars"] * 4)}
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in docs.items()) + "\n")
+    (data / "queries.jsonl").write_text("\n".join(json.dumps({"_id": f"q{i}", "text": t}) for i, t in enumerate(["rivers", "boats", "stars"])) + "\n")
+    (data / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td2\t1\nq2\td4\t1\n")
+    reports = tmp_path / "reports" / "tiny-smoke"
+    overrides = [
+        "sweep=quick", "dataset.name=tiny", f"dataset.data_dir={data}", f"dataset.cache={tmp_path / 'folder'}",
+        f"cache_root={tmp_path / 'cache'}", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        f"mlflow.artifacts={tmp_path / 'artifacts'}", "optuna.study_name=tiny-smoke", f"reports={tmp_path / 'reports'}",
+    ]
+    assert main(["cache", *overrides]) == 0
+    assert main(["sweep", *overrides, "trials=4"]) == 0
+    summary = json.loads((reports / "summary.json").read_text())
+    assert summary["trials_in_study"] == 4 and 0 <= summary["best"]["value"] <= 1
+    assert (reports / "sensitivity.png").exists()
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["ragx-lab"])
+    assert len(runs) == 1 and runs.iloc[0]["params.dataset"] == "tiny"
+    history = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "objective")
+    assert sorted(m.step for m in history) == [0, 1, 2, 3]
