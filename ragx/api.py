@@ -272,6 +272,8 @@ def version_info(root: str | Path | None = None) -> dict[str, Any]:
     return {
         "version": __version__,
         "embeddings": dataclasses.asdict(settings.embeddings),
+        "rerank": settings.rerank.model or None,
+        "expand": settings.expand.model if settings.expand.enabled else None,
     }
 
 

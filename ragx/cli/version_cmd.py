@@ -16,7 +16,8 @@ def _show_version(value: bool) -> None:
         return
     info = version_info()
     emb = info["embeddings"]
-    typer.echo(f"ragx {info['version']} (embeddings: {emb['engine']} {emb['model']})")
+    extra = "".join(f", {k}: {info[k]}" for k in ("rerank", "expand") if info[k])
+    typer.echo(f"ragx {info['version']} (embeddings: {emb['engine']} {emb['model']}{extra})")
     raise typer.Exit(0)
 
 
