@@ -241,9 +241,8 @@ class _Walker:
                 if self.exclude is not None and self.exclude.match_file(rel_dir):
                     continue
                 if is_link:
-                    real = os.path.realpath(entry.path)
-                    if not _inside(real, self.root_real, self.root_prefix):
-                        self.problem(rel, "symlink leaves the root")
+                    real = self.link_target(entry.path, rel)
+                    if real is None:
                         continue
                 else:
                     real = os.path.join(dir_real, name)
@@ -257,9 +256,7 @@ class _Walker:
             if not self.candidate_file(rel, name, levels):
                 continue
             if is_link:
-                real = os.path.realpath(entry.path)
-                if not _inside(real, self.root_real, self.root_prefix):
-                    self.problem(rel, "symlink leaves the root")
+                if self.link_target(entry.path, rel) is None:
                     continue
                 if st is None:
                     self.problem(rel, "broken symlink")
@@ -286,6 +283,14 @@ class _Walker:
                 self.skip(rel, "binary")
                 continue
             self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+
+    def link_target(self, path: str, rel: str) -> str | None:
+        """The real path a symlink points to, or None (reported) when it leaves the root."""
+        real = os.path.realpath(path)
+        if not _inside(real, self.root_real, self.root_prefix):
+            self.problem(rel, "symlink leaves the root")
+            return None
+        return real
 
     def candidate_file(self, rel: str, name: str, levels: _Levels) -> bool:
         """Would a file at `rel` be indexed, judging by its path alone?"""
