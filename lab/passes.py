@@ -20,18 +20,9 @@ import xxhash
 import ragx
 from ragx.api import Corpus
 from ragx.eval.queries import LabelledQuery
-from ragx.search.candidates import Candidates, PassCaps
+from ragx.scoring.candidates import CACHE_COLUMNS as ARRAY_COLUMNS
+from ragx.scoring.candidates import Candidates, PassCaps
 
-ARRAY_COLUMNS = {  # column -> dtype of its list elements
-    "lexical_ids": np.int64,
-    "nodes": np.int64,
-    "file_ids": np.int64,
-    "qsim": np.float32,
-    "lexical": np.float64,
-    "indptr": np.int64,
-    "nbr": np.int64,
-    "weight": np.float64,
-}
 POLARS_TYPES = {np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
 
 
@@ -76,8 +67,8 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         rows["query"].append(q.text)
         rows["variants"].append(c.variants)
         rows["dense_ids"].append([ids.tolist() for ids in c.dense_ids])
-        for col in ARRAY_COLUMNS:
-            rows[col].append(getattr(c, col).tolist())
+        for col, values in c.cache_row().items():
+            rows[col].append(values)
         if progress:
             progress(1)
     seconds = time.perf_counter() - started
@@ -93,7 +84,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         "queries": len(queries),
         "seconds": seconds,
         "labels": {q.id: q.files for q in queries},
-        "paths": {str(fid): path for fid, path in searcher.store.db.execute("SELECT id, path FROM files")},
+        "paths": {str(fid): path for fid, path in searcher.store.file_paths().items()},
     }
     (folder / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return folder
@@ -107,7 +98,7 @@ def check_fresh(folder: Path, corpus: Corpus, caps: PassCaps) -> dict[str, Any]:
     if meta["code_hash"] != code_hash():
         problems.append("ragx's code changed since the passes were cached")
     wide = PassCaps(**meta["caps"])
-    if not (wide.dense_n >= caps.dense_n and wide.lexical_n >= caps.lexical_n and wide.hops >= caps.hops and wide.query_floor <= caps.query_floor):
+    if not wide.covers(caps):
         problems.append(f"cached caps {wide} are narrower than asked {caps}")
     if problems:
         raise StaleCacheError(f"pass cache {folder} is stale: " + "; ".join(problems))

@@ -12,15 +12,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragx.config import DEFAULTS_PATH, read_toml
-from ragx.search.params import Params
+import tomlkit
 
-MARKER = "# ---- [search]: written by `python -m lab promote` ----"
+from ragx.config import DEFAULTS_PATH, load_settings
+from ragx.scoring.params import Params
+
+MARKER = "---- [search]: written by `python -m lab promote` ----"
 
 
 def current_defaults() -> Params:
-    """The shipped defaults alone (no ragx.toml, no ~/.ragxrc)."""
-    return Params(**read_toml(DEFAULTS_PATH)["search"])
+    """The search settings the CLI and `ragx eval` run with: `config.load_settings`, the one place that
+    says which defaults are in force (defaults.toml, then ~/.ragxrc when it has a [search] section)."""
+    return load_settings(None, warn=False).search
 
 
 def eval_cli(repo: Path, dataset: dict[str, Any], split: str, configs: dict[str, str], extra: list[str] | None = None) -> dict[str, Any]:
@@ -41,12 +44,19 @@ def spec_of(params: Params, base: Params) -> str:
     return ",".join(["graph", *(f"{k}={v}" for k, v in changed.items())])
 
 
-def write_defaults(params: Params, provenance: list[str]) -> None:
-    text = DEFAULTS_PATH.read_text(encoding="utf-8")
-    head = text.split(MARKER)[0] if MARKER in text else text[: text.index("# Scoring")] if "# Scoring" in text else text
-    body = [MARKER, "# (each knob is documented in ragx/search/params.py)", *(f"# {line}" for line in provenance), "[search]"]
-    body += [f"{k} = {json.dumps(v)}" for k, v in dataclasses.asdict(params).items()]
-    DEFAULTS_PATH.write_text(head.rstrip() + "\n\n" + "\n".join(body) + "\n", encoding="utf-8")
+def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_PATH) -> None:
+    """Replace the [search] table of defaults.toml through tomlkit: every other table, key and comment
+    is kept as written; the new table carries its provenance as comments."""
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    table = tomlkit.table()
+    for line in [MARKER, "(each knob is documented in ragx/scoring/params.py)", *provenance]:
+        table.add(tomlkit.comment(line))
+    for key, value in dataclasses.asdict(params).items():
+        table.add(key, value)
+    if "search" in doc:
+        del doc["search"]
+    doc.add("search", table)
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
 
 
 def promote(cfg, repo: Path) -> int:

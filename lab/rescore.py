@@ -1,6 +1,6 @@
 """Offline re-scoring: the very functions `ragx eval` uses, applied to cached passes.
 
-Nothing here re-implements scoring: `ragx.search.score.score` and `rank_files` rank, and
+Nothing here re-implements scoring: `ragx.scoring.score.score` and `ragx.scoring.files.file_run` rank, and
 `ragx.eval.metrics.evaluate` measures, exactly as in a live run.
 """
 
@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
-from ragx.search.candidates import Candidates
-from ragx.search.params import Params
-from ragx.search.score import rank_files, score
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.files import file_run as query_file_run
+from ragx.scoring.params import Params
+from ragx.scoring.score import score
 
 
 @dataclass
@@ -23,11 +24,7 @@ class Rescored:
 
 
 def file_run(passes: list[Candidates], params: Params, paths: dict[int, str]) -> dict[str, dict[str, float]]:
-    run = {}
-    for c in passes:
-        files, sums = rank_files(c, score(c, params), params)
-        run[c.notes["qid"]] = {paths[f]: float(s) for f, s in zip(files[:DEPTH].tolist(), sums[:DEPTH].tolist())}
-    return run
+    return {c.notes["qid"]: query_file_run(c, score(c, params), params, paths, DEPTH) for c in passes}
 
 
 def rescore(passes: list[Candidates], params: Params, qrels: dict[str, dict[str, int]], paths: dict[int, str]) -> Rescored:

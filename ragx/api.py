@@ -6,7 +6,6 @@ Heavy parts (the embedding model, hnswlib files) load on first use, so `status` 
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from .index.diff import diff_corpus
 from .index.layout import Layout
 from .index.snapshot import Snapshot
 from .index.store import Store
-from .search.params import Params
+from .scoring.params import Params
 
 
 class Corpus:
@@ -28,6 +27,21 @@ class Corpus:
         self.root = root
         self.settings = settings or load_settings(root)
         self.layout = Layout(root)
+        self._loaded: dict[str, Any] = {}  # models and the searcher, built on first use
+
+    def _lazy(self, name: str, make):
+        if name not in self._loaded:
+            self._loaded[name] = make()
+        return self._loaded[name]
+
+    def loaded(self, name: str) -> Any | None:
+        """The embedder, reranker, expander or searcher if already built, else None (nothing loads)."""
+        return self._loaded.get(name)
+
+    def close(self) -> None:
+        searcher = self._loaded.pop("searcher", None)
+        if searcher is not None:
+            searcher.close()
 
     @classmethod
     def open(cls, root: str | Path | None = None, *, need_index: bool = False) -> "Corpus":
@@ -36,8 +50,11 @@ class Corpus:
             raise NoIndexError(f"no index in {corpus.root}: run `ragx index`")
         return corpus
 
-    @cached_property
+    @property
     def embedder(self):
+        return self._lazy("embedder", self._make_embedder)
+
+    def _make_embedder(self):
         from .models.registry import embedder_options, make_embedder
 
         emb = self.settings.embeddings
@@ -46,9 +63,12 @@ class Corpus:
         except ValueError as exc:  # unknown engine, model or option: a config problem
             raise ConfigError(f"[embeddings] {exc}") from None
 
-    @cached_property
+    @property
     def reranker(self):
         """The configured cross-encoder (loads on first use), or None when rerank.model is empty."""
+        return self._lazy("reranker", self._make_reranker)
+
+    def _make_reranker(self):
         from .models.registry import make_reranker
 
         try:
@@ -56,9 +76,12 @@ class Corpus:
         except ValueError as exc:
             raise ConfigError(f"[rerank] {exc}") from None
 
-    @cached_property
+    @property
     def expander(self):
         """The configured query expander, or None when expand.enabled is false."""
+        return self._lazy("expander", self._make_expander)
+
+    def _make_expander(self):
         from .models.registry import make_expander
 
         try:
@@ -66,9 +89,12 @@ class Corpus:
         except ValueError as exc:
             raise ConfigError(f"[expand] {exc}") from None
 
-    @cached_property
+    @property
     def searcher(self):
-        from .search.pipeline import Searcher
+        return self._lazy("searcher", self._make_searcher)
+
+    def _make_searcher(self):
+        from .search.searcher import Searcher
 
         if not self.layout.exists():
             raise NoIndexError(f"no index in {self.root}: run `ragx index`")
@@ -96,7 +122,7 @@ class Corpus:
         params: Params | None = None,
     ) -> dict[str, Any]:
         """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document."""
-        from .search.pipeline import QueryOptions
+        from .search.results import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
         if top is not None:
@@ -133,12 +159,13 @@ class Corpus:
         )
 
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
-        """`what` is chunk ID, file PATH, neighbors ID, communities, or community N."""
-        from .index import inspect
-
+        """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot."""
         searcher = self.searcher
-        searcher.refresh()
-        store, snap = searcher.store, searcher.snapshot
+        with searcher.reading() as snap:
+            return self._inspect(searcher.store, snap, what, arg)
+
+    def _inspect(self, store: Store, snap: Snapshot, what: str, arg: str | None) -> dict[str, Any]:
+        from .index import inspect
 
         def number(kind: str) -> int:
             if arg is None or not arg.strip().lstrip("-").isdigit():
@@ -178,8 +205,9 @@ class Corpus:
             if not (self.root / only).exists() and not self._was_indexed(only):
                 raise UsageError(f"{path} does not exist in the corpus and was not indexed")
         report = run_index(self.root, self.settings, self.embedder, full=full, only=only, reporter=reporter)
-        if "searcher" in self.__dict__:
-            self.searcher.refresh()
+        searcher = self.loaded("searcher")
+        if searcher is not None:
+            searcher.refresh()
         return report
 
     def _was_indexed(self, only: str) -> bool:
@@ -240,25 +268,35 @@ def _drift(diff) -> dict[str, int]:
 def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:
     """Whole-index checks: rows, FTS, vectors and graph all describe the same chunks.
 
-    The quick form reads ids and shapes only (milliseconds); `deep` also loads the HNSW file and asks
-    it for every live chunk's vector.
+    The quick form reads ids and shapes only (milliseconds); `deep` also checks every generation
+    file against the checksum recorded at commit, and asks the HNSW file for every live chunk's vector.
+    Each problem ends with the fix.
     """
+    from .index.snapshot import HINT, damaged
+
     problems = []
     ids, file_ids = store.chunk_files()
-    fts = store.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    fts = store.fts_size()
     if fts != len(ids):
-        problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}")
-    orphans = store.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
+        problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}: {HINT}")
+    orphans = store.orphan_chunks()
     if orphans:
-        problems.append(f"{orphans} chunks belong to no file")
+        problems.append(f"{orphans} chunks belong to no file: {HINT}")
+    folder = layout.gen(int(manifest.get("generation", 0)))
+    if deep:
+        bad = damaged(folder, manifest.get("checksums"))
+        if bad:  # never load a damaged HNSW file: hnswlib may crash on one
+            return problems + [f"{', '.join(bad)} in {folder.name} fail their checksums (damaged): {HINT}"]
     try:
-        snap = Snapshot.load(layout.gen(int(manifest.get("generation", 0))))
+        snap = Snapshot.load(folder)
         if not (np.array_equal(snap.ids, ids) and np.array_equal(snap.file_ids, file_ids)):
-            problems.append("index arrays list other chunks than the store")
+            problems.append(f"index arrays list other chunks than the store: {HINT}")
         if snap.vectors.shape[1] != int(manifest["dim"]):
-            problems.append(f"vectors have dimension {snap.vectors.shape[1]}, manifest says {manifest['dim']}")
+            problems.append(f"vectors have dimension {snap.vectors.shape[1]}, manifest says {manifest['dim']}: {HINT}")
         if deep:
             snap.vindex.get(ids)  # raises if any live chunk lacks a vector
+            if not np.isfinite(snap.vectors).all():
+                problems.append(f"vectors hold non-finite values: {HINT}")
     except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
         problems.append(f"index arrays unreadable: {exc}")
     return problems

@@ -75,7 +75,7 @@ def _embeddings_hint(corpus: "Corpus") -> Callable[[BaseException], str]:
         if isinstance(exc, ConfigError):
             return "fix the [embeddings] settings (`ragx config get embeddings` shows them and where they come from)"
         if emb.engine == "openai":
-            url = getattr(corpus.__dict__.get("embedder"), "base_url", None) or (emb.base_url or "$OPENAI_BASE_URL")
+            url = getattr(corpus.loaded("embedder"), "base_url", None) or (emb.base_url or "$OPENAI_BASE_URL")
             return (
                 f"start an OpenAI-compatible server at {url} serving {emb.model!r} (LM Studio; or `ollama serve` "
                 f"and `ollama pull {emb.model}`), or set embeddings.base_url / embeddings.model"
@@ -134,7 +134,7 @@ def _expand_hint(corpus: "Corpus") -> Callable[[BaseException], str]:
             return "the model answered without the JSON asked for: use an instruction-tuned expand.model"
         if isinstance(exc, ConfigError):
             return "fix the [expand] settings (expand.model, expand.api_key_env), or set expand.enabled = false"
-        url = getattr(corpus.__dict__.get("expander"), "base_url", None) or (x.base_url or "$OPENAI_BASE_URL")
+        url = getattr(corpus.loaded("expander"), "base_url", None) or (x.base_url or "$OPENAI_BASE_URL")
         return (
             f"start an OpenAI-compatible chat server at {url} with {x.model!r} loaded (LM Studio, `ollama serve`), "
             "or set expand.base_url / expand.model, or expand.enabled = false"
@@ -163,7 +163,7 @@ def _check_expand(corpus: "Corpus") -> tuple[str, str, str]:
 
 
 def _index_checks(corpus: "Corpus", embedder_ok: bool) -> list[Check]:
-    from .index.build import index_identity
+    from .index.identity import index_identity, mismatches
     from .index.store import Store
 
     if not corpus.layout.exists():
@@ -181,15 +181,11 @@ def _index_checks(corpus: "Corpus", embedder_ok: bool) -> list[Check]:
             embedder = corpus.embedder
         except RagxError:
             return SKIP, f"built with {manifest.get('embedder')}; not compared: the configured embedder cannot be built", ""
-        problems = []
-        if manifest.get("embedder") != embedder.name:
-            problems.append(f"built with embedder {manifest.get('embedder')}, config says {embedder.name}")
+        problems = mismatches(manifest, {"embedder": embedder.name})
         checked = "embedder"
         if embedder_ok:
             wanted = index_identity(corpus.settings, embedder)
-            for key in ("dim", "chunking", "graph", "schema_version"):
-                if key in manifest and manifest[key] != wanted[key]:
-                    problems.append(f"built with {key} = {manifest[key]}, config now says {wanted[key]}")
+            problems += mismatches(manifest, {k: wanted[k] for k in ("dim", "chunking", "graph", "schema_version")})
             checked = "embedder, dimension, chunking and graph settings"
         if problems:
             raise _Failed("; ".join(problems), "run `ragx index --full` (or restore the settings the index was built with)")

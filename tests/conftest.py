@@ -24,3 +24,12 @@ def hash_embedder():
     from fakes import HashEmbedder
 
     return HashEmbedder()
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    """Every embedder ragx builds in this process is the shared fake (fakes.HashEmbedder)."""
+    import ragx.models.registry as registry
+    from fakes import HashEmbedder
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())

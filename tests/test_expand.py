@@ -26,10 +26,8 @@ HYDE = "The comet crossed the nebula while the telescope tracked its orbit."
 
 
 @pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+def _fake_model(fake_model):
+    """The shared fake embedder (conftest.fake_model) for every test here."""
 
 
 @pytest.fixture

@@ -15,10 +15,8 @@ from ragx.index.build import run_index
 
 
 @pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+def _fake_model(fake_model):
+    """The shared fake embedder (conftest.fake_model) for every test here."""
 
 
 @pytest.fixture

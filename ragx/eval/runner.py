@@ -115,7 +115,7 @@ def run_eval(
 
 
 def _file_paths(searcher: Searcher) -> dict[int, str]:
-    return {fid: path for fid, path in searcher.store.db.execute("SELECT id, path FROM files")}
+    return searcher.store.file_paths()
 
 
 def _span_qrels(searcher: Searcher, q: LabelledQuery) -> dict[str, int]:

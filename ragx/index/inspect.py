@@ -13,10 +13,7 @@ from .store import Store, chunk_location
 
 
 def _communities_of(store: Store, ids: list[int]) -> dict[int, int]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    return dict(store.db.execute(f"SELECT chunk_id, community FROM communities WHERE chunk_id IN ({marks})", ids).fetchall())
+    return store.communities_of(ids)
 
 
 def chunk(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
@@ -39,8 +36,7 @@ def chunk(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
 def file(store: Store, path: str) -> dict[str, Any]:
     rows = store.file_chunks(path)
     if not rows:
-        known = store.db.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
-        if not known:
+        if not store.has_file(path):
             raise UsageError(f"no file {path!r} in the index (paths are relative to the corpus root)")
     comms = _communities_of(store, [r["id"] for r in rows])
     return {
@@ -71,20 +67,14 @@ def neighbors(store: Store, snap: Snapshot, chunk_id: int) -> dict[str, Any]:
 
 
 def communities(store: Store, top_files: int = 3) -> dict[str, Any]:
-    rows = store.db.execute(
-        "SELECT m.community, count(*), count(DISTINCT c.file_id) FROM communities m JOIN chunks c ON c.id = m.chunk_id "
-        "WHERE m.community >= 0 GROUP BY m.community ORDER BY m.community"
-    ).fetchall()
-    files = store.db.execute(
-        "SELECT m.community, f.path, count(*) n FROM communities m JOIN chunks c ON c.id = m.chunk_id "
-        "JOIN files f ON f.id = c.file_id WHERE m.community >= 0 GROUP BY m.community, f.path ORDER BY m.community, n DESC, f.path"
-    ).fetchall()
+    rows = store.community_sizes()
+    files = store.community_files()
     tops: dict[int, list[str]] = {}
     for comm, path, _ in files:
         bucket = tops.setdefault(comm, [])
         if len(bucket) < top_files:
             bucket.append(path)
-    isolated = store.db.execute("SELECT count(*) FROM communities WHERE community < 0").fetchone()[0]
+    isolated = store.isolated_chunks()
     return {
         "communities": [{"community": c, "chunks": n, "files": nf, "top_files": tops.get(c, [])} for c, n, nf in rows],
         "isolated_chunks": isolated,
@@ -92,7 +82,7 @@ def communities(store: Store, top_files: int = 3) -> dict[str, Any]:
 
 
 def community(store: Store, number: int) -> dict[str, Any]:
-    ids = [r[0] for r in store.db.execute("SELECT chunk_id FROM communities WHERE community = ? ORDER BY chunk_id", (number,))]
+    ids = store.community_members(number)
     if not ids:
         raise UsageError(f"no community {number} (see `ragx inspect communities`)")
     rows = store.chunks(ids)

@@ -12,11 +12,15 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import CorruptIndexError, NoIndexError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .arrays import Arrays
+    from .plan import ChangeSet
 
 SCHEMA_VERSION = 1
 
@@ -169,6 +173,43 @@ class Store:
             raise ValueError("columns must start with 'id'")
         return [by_id[i] for i in ids if i in by_id]
 
+    def chunk_rows(self, ids: Sequence[int] | np.ndarray, columns: Sequence[str] = CHUNK_COLUMNS) -> list[dict[str, Any]]:
+        """Rows for `ids` in the order given, every one of them: a missing id is damage, not a gap.
+
+        Result documents zip these rows with their scores; leaving one out would label a result
+        with the row of the next chunk."""
+        rows = self.chunks(ids, columns)
+        if len(rows) != len(ids):
+            missing = sorted(set(int(i) for i in ids) - {r["id"] for r in rows})
+            raise CorruptIndexError(f"chunks {missing[:5]} are in the index arrays but not in the store: run `ragx index --full`")
+        return rows
+
+    def bm25(self, match: str) -> list[tuple[int, float]]:
+        """(chunk id, FTS5 bm25 score: lower is better) of every chunk matching an FTS5 expression."""
+        return self.db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
+
+    def chunk_texts(self) -> tuple[np.ndarray, list[str]]:
+        """Every chunk id (sorted) and its text."""
+        rows = self.db.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
+
+    def chunk_ids_of_files(self, file_ids: Sequence[int]) -> np.ndarray:
+        if not file_ids:
+            return np.empty(0, np.int64)
+        _fill_temp(self.db, "lookup_files", file_ids)
+        rows = self.db.execute("SELECT id FROM chunks WHERE file_id IN (SELECT id FROM temp.lookup_files) ORDER BY id").fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def next_file_id(self) -> int:
+        return int(self.db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+
+    def file_paths(self) -> dict[int, str]:
+        """File id -> path, for every indexed file."""
+        return dict(self.db.execute("SELECT id, path FROM files").fetchall())
+
+    def has_file(self, path: str) -> bool:
+        return self.db.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone() is not None
+
     def file_chunks(self, path: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
             f"SELECT {', '.join('c.' + c for c in CHUNK_COLUMNS)} FROM chunks c JOIN files f ON f.id = c.file_id "
@@ -191,6 +232,67 @@ class Store:
         arr = np.array(rows, dtype=np.float64)
         return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]
 
+    # ---- communities ----------------------------------------------------------------------------
+    def communities_of(self, ids: Sequence[int]) -> dict[int, int]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        _fill_temp(self.db, "lookup_chunks", ids)
+        return dict(self.db.execute("SELECT chunk_id, community FROM communities WHERE chunk_id IN (SELECT id FROM temp.lookup_chunks)").fetchall())
+
+    def community_sizes(self) -> list[tuple[int, int, int]]:
+        """(community, chunks, files) of every community, by number."""
+        return self.db.execute(
+            "SELECT m.community, count(*), count(DISTINCT c.file_id) FROM communities m JOIN chunks c ON c.id = m.chunk_id "
+            "WHERE m.community >= 0 GROUP BY m.community ORDER BY m.community"
+        ).fetchall()
+
+    def community_files(self) -> list[tuple[int, str, int]]:
+        """(community, file path, chunks) ordered by community, then most chunks first."""
+        return self.db.execute(
+            "SELECT m.community, f.path, count(*) n FROM communities m JOIN chunks c ON c.id = m.chunk_id "
+            "JOIN files f ON f.id = c.file_id WHERE m.community >= 0 GROUP BY m.community, f.path ORDER BY m.community, n DESC, f.path"
+        ).fetchall()
+
+    def isolated_chunks(self) -> int:
+        return self.db.execute("SELECT count(*) FROM communities WHERE community < 0").fetchone()[0]
+
+    def community_members(self, number: int) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT chunk_id FROM communities WHERE community = ? ORDER BY chunk_id", (number,))]
+
+    # ---- integrity ------------------------------------------------------------------------------
+    def fts_size(self) -> int:
+        """Chunks the full-text index holds."""
+        return self.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+
+    def orphan_chunks(self) -> int:
+        """Chunks whose file row is missing."""
+        return self.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
+
+    # ---- writes of an index run -------------------------------------------------------------------
+    def touch_files(self, touched) -> None:
+        """New size and mtime of files whose content did not change (one transaction)."""
+        with self.transaction() as db:
+            _touch(db, touched)
+
+    def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any]) -> None:
+        """The one transaction of an index run: files, chunks, lexical rows, knn, communities, manifest."""
+        with self.transaction() as db:
+            if change.full:
+                db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+                for table in ("chunks", "files", "knn", "communities"):
+                    db.execute(f"DELETE FROM {table}")
+            else:
+                _drop_gone(db, change, arrays)
+            _insert_new(db, change)
+            db.executemany(
+                "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
+                zip(arrays.knn_src.tolist(), arrays.knn_dst.tolist(), arrays.knn_weight.tolist()),
+            )
+            db.execute("DELETE FROM communities")
+            db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(arrays.live.tolist(), arrays.community.tolist()))
+            Store.write_manifest(db, manifest)
+
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         return {
@@ -199,3 +301,47 @@ class Store:
             "edges": one("SELECT count(*) FROM edges"),
             "communities": one("SELECT count(DISTINCT community) FROM communities WHERE community >= 0"),
         }
+
+
+def _fill_temp(db: sqlite3.Connection, name: str, ids) -> None:
+    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name}(id INTEGER PRIMARY KEY)")
+    db.execute(f"DELETE FROM temp.{name}")
+    db.executemany(f"INSERT OR IGNORE INTO temp.{name}(id) VALUES (?)", ((int(i),) for i in ids))
+
+
+def _touch(db: sqlite3.Connection, touched) -> None:
+    db.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", [(f.size, f.mtime_ns, row.id) for f, row in touched])
+
+
+def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> None:
+    """An incremental run: rows of deleted and changed files, and the kNN rows that are redone."""
+    _fill_temp(db, "gone_files", change.gone_file_ids)
+    db.execute(
+        "INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks "
+        "WHERE file_id IN (SELECT id FROM temp.gone_files)"
+    )
+    db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
+    db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
+    _fill_temp(db, "redo", arrays.redo.tolist())
+    db.execute("DELETE FROM knn WHERE src IN (SELECT id FROM temp.redo)")
+    _fill_temp(db, "gone_chunks", change.removed.tolist())
+    db.execute("DELETE FROM knn WHERE dst IN (SELECT id FROM temp.gone_chunks)")
+    _touch(db, change.touched)
+
+
+def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
+    nf = change.next_file
+    db.executemany(
+        "INSERT INTO files(id, path, size, mtime_ns, hash) VALUES (?, ?, ?, ?, ?)",
+        [(nf + i, f.path, f.size, f.mtime_ns, h) for i, (f, h) in enumerate(change.files)],
+    )
+    db.executemany(
+        "INSERT INTO chunks(id, file_id, ordinal, byte_start, byte_end, line_start, line_end, n_tokens, kind, text) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (int(cid), nf + fi, c.ordinal, c.byte_start, c.byte_end, c.line_start, c.line_end, c.n_tokens, c.kind, c.text)
+            for cid, (fi, c) in zip(change.new_ids.tolist(), change.chunks)
+        ],
+    )
+    if len(change.new_ids):
+        db.execute("INSERT INTO chunks_fts(rowid, text) SELECT id, text FROM chunks WHERE id >= ?", (int(change.new_ids[0]),))

@@ -24,8 +24,9 @@ from typing import Any
 
 from .. import schemas
 from ..api import Corpus
-from ..config import INDEX_DIR, PROJECT_FILE, find_root, rc_path, resolve_root
+from ..config import PROJECT_FILE, find_root, rc_path, resolve_root
 from ..errors import UsageError
+from ..index.layout import Layout
 
 log = logging.getLogger("ragx.mcp")
 
@@ -97,7 +98,7 @@ class Service:
 
     # ---- the corpus ------------------------------------------------------------------------------
     def _inputs(self) -> tuple:
-        return (_stamp(self.root / PROJECT_FILE), _stamp(rc_path()), _stamp(self.root / INDEX_DIR / "index.sqlite"))
+        return (_stamp(self.root / PROJECT_FILE), _stamp(rc_path()), _stamp(Layout(self.root).db))
 
     def corpus(self, *, shared: bool = True) -> Corpus:
         """The server's corpus, re-opened only when its settings or its index database file changed.
@@ -137,10 +138,9 @@ class Service:
 
     def _close(self) -> None:
         corpus, self._corpus = self._corpus, None
-        searcher = corpus.__dict__.get("searcher") if corpus is not None else None
-        if searcher is not None:
+        if corpus is not None:
             try:
-                searcher.close()
+                corpus.close()
             except Exception:  # closing a stale connection is best effort
                 log.debug("closing the old searcher failed", exc_info=True)
 

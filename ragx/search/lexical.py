@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
-import sqlite3
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..index.store import Store
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -27,12 +30,12 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in kept)
 
 
-def bm25_matches(db: sqlite3.Connection, text: str) -> tuple[np.ndarray, np.ndarray]:
+def bm25_matches(store: "Store", text: str) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
     query = fts_query(text)
     if query is None:
         return np.empty(0, np.int64), np.empty(0)
-    rows = db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (query,)).fetchall()
+    rows = store.bm25(query)
     if not rows:
         return np.empty(0, np.int64), np.empty(0)
     arr = np.array(rows, dtype=np.float64)

@@ -7,12 +7,12 @@ scoring a Candidates object of arrays. Rerank scores are filled in later for a s
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 
+from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
-from .candidates import Candidates, PassCaps
+from ..index.store import Store
+from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
 
 
@@ -67,13 +67,13 @@ def retrieval_pass(
     query_vecs: np.ndarray,
     variants: list[str],
     snap: Snapshot,
-    db: sqlite3.Connection,
+    store: Store,
     caps: PassCaps,
 ) -> Candidates:
     """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'."""
     live = len(snap.ids)
     dense_ids = [snap.vindex.search(v, caps.dense_n, live)[0] for v in query_vecs] if caps.dense_n > 0 else []
-    lex_all_ids, lex_all_scores = bm25_matches(db, query)
+    lex_all_ids, lex_all_scores = bm25_matches(store, query)
     lexical_ids = lex_all_ids[: caps.lexical_n]
     seed_ids = np.unique(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
     seed_rows = snap.positions(seed_ids)
@@ -81,6 +81,8 @@ def retrieval_pass(
     nodes = snap.ids[rows]
     indptr, nbr, weight = induced_csr(snap, rows)
     qsim = cosines(snap.vectors, rows, query_vecs[0])
+    if not np.isfinite(qsim).all():  # damaged vectors: never let NaN or infinity reach a score
+        raise CorruptIndexError(f"index vectors in {snap.folder} hold non-finite values: run `ragx index --full`")
     lexical = np.zeros(len(rows))
     if len(lex_all_ids):
         pos = np.searchsorted(nodes, lex_all_ids)

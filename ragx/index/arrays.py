@@ -1,0 +1,108 @@
+"""The second stage of an index run: the derived arrays of the new generation, from a ChangeSet.
+
+vectors (vectors.npy is the source of truth; hnswlib holds its own copy for ANN) -> the kNN rows of
+new chunks and of the rows they touch (exactly what a full rebuild would give) -> the undirected CSR
+graph -> communities. `write` puts them in a new generation folder, complete before any commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Settings
+from ..errors import ManifestMismatchError
+from .communities import leiden
+from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
+from .layout import Layout
+from .plan import ChangeSet
+from .snapshot import HNSW, Snapshot, verify
+from .store import Store
+from .vectors import VectorIndex
+
+REBUILD_DELETED_SHARE = 0.25  # rebuild the HNSW file once a quarter of what it holds is deleted
+
+
+@dataclass
+class Arrays:
+    live: np.ndarray          # sorted live chunk ids
+    file_ids: np.ndarray      # file id per live chunk
+    vectors: np.ndarray       # float32 row per live chunk
+    vindex: VectorIndex
+    graph: Graph
+    community: np.ndarray     # community per live chunk
+    knn_src: np.ndarray       # the kNN rows recomputed by this run (to insert)
+    knn_dst: np.ndarray
+    knn_weight: np.ndarray
+    redo: np.ndarray          # chunk ids whose kNN rows are replaced (recomputed or removed)
+
+    def write(self, layout: Layout, generation: int) -> dict[str, str]:
+        """The generation folder, complete on disk; returns its checksums for the manifest."""
+        return Snapshot(layout.gen(generation), self.file_ids, self.vectors, self.graph).write(layout.gen(generation), self.vindex)
+
+
+def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> tuple[np.ndarray, np.ndarray, VectorIndex]:
+    """(kept ids, all vectors in `live` order, the ANN index) built on the current generation if any."""
+    generation = int(manifest.get("generation", 0))
+    current = layout.gen(generation)
+    have_arrays = generation > 0 and (current / HNSW).exists()
+    new_ids, new_vecs, kept_old = change.new_ids, change.new_vecs, change.kept_old
+    if have_arrays and not change.full:
+        old = Snapshot.load(current, checksums=manifest.get("checksums"))
+        verify(current, manifest.get("checksums"), (HNSW,))
+        kept_vecs = np.asarray(old.vectors[old.positions(kept_old)])
+        vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(new_ids))
+        vindex.remove(change.removed)
+        vindex.add(new_ids, new_vecs)
+    else:
+        if not change.full and len(kept_old) + len(change.removed):
+            raise ManifestMismatchError("index arrays are missing: run `ragx index --full`")
+        kept_old = np.empty(0, np.int64)  # nothing usable to build on: every chunk is new
+        kept_vecs = np.empty((0, dim), np.float32)
+        vindex = VectorIndex.build(new_ids, new_vecs)
+    all_vecs = np.concatenate([kept_vecs, new_vecs])  # rows follow `live`: every new id exceeds every old one
+    live = np.union1d(kept_old, new_ids)
+    if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
+        vindex = VectorIndex.build(live, all_vecs)
+    return kept_old, all_vecs, vindex
+
+
+def _knn(store: Store, change: ChangeSet, kept_old, kept_vecs, all_vecs, live, settings: Settings):
+    """Surviving stored kNN rows plus the recomputed ones: (src, dst, w, recomputed rows, recomputed ids)."""
+    k, min_sim = settings.graph.k, settings.graph.min_sim
+    new_ids, new_vecs, removed = change.new_ids, change.new_vecs, change.removed
+    if change.full:
+        src = dst = np.empty(0, np.int64)
+        w = np.empty(0, np.float64)
+    else:
+        src, dst, w = store.knn_arrays()
+    touches_removed = np.isin(dst, removed)
+    losing = np.setdiff1d(np.unique(src[touches_removed]), removed)
+    keep_row = ~(np.isin(src, removed) | touches_removed)
+    src, dst, w = src[keep_row], dst[keep_row], w[keep_row]
+    gaining = gaining_rows(new_ids, new_vecs, kept_old, kept_vecs, src, w, k, min_sim)
+    recompute = np.union1d(np.union1d(losing, gaining), new_ids)
+    pos = np.searchsorted(live, recompute)
+    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim)
+    rw = pair_weights(lambda ids: all_vecs[np.searchsorted(live, ids)], rs, rd)
+    good = rw >= min_sim
+    rs, rd, rw = rs[good], rd[good], rw[good]
+    stay = ~np.isin(src, recompute)
+    merged = np.concatenate([src[stay], rs]), np.concatenate([dst[stay], rd]), np.concatenate([w[stay], rw])
+    return merged, (rs, rd, rw), recompute
+
+
+def build_arrays(layout: Layout, store: Store, manifest: dict, change: ChangeSet, settings: Settings, dim: int) -> Arrays:
+    kept_old, all_vecs, vindex = _vectors(layout, manifest, change, dim)  # damaged arrays: CorruptIndexError
+    live = np.union1d(kept_old, change.new_ids)
+    kept_vecs = all_vecs[: len(kept_old)]
+    (src, dst, w), (rs, rd, rw), recompute = _knn(store, change, kept_old, kept_vecs, all_vecs, live, settings)
+    a, b, uw = undirected(src, dst, w)
+    graph = Graph.from_edges(live, a, b, uw)
+    community = leiden(live, a, b, uw, settings.graph.leiden_resolution, settings.graph.leiden_seed)
+    stored_ids, stored_files = store.chunk_files()
+    new_file_ids = change.next_file + np.array([fi for fi, _ in change.chunks], dtype=np.int64)
+    kept_files = stored_files[np.searchsorted(stored_ids, kept_old)]
+    file_ids = np.concatenate([kept_files, new_file_ids])  # live = kept_old then new_ids, already sorted
+    return Arrays(live, file_ids, all_vecs, vindex, graph, community, rs, rd, rw, np.union1d(recompute, change.removed))

@@ -1,0 +1,211 @@
+"""The first stage of an index run: what changes, as a `ChangeSet` (no arrays written, no SQL written).
+
+diff against the store -> chunk new and changed files -> embed only texts that have no vector yet ->
+chunk ids for the new chunks and the ids that go. Vectors of already indexed texts are reused, but
+only from a generation whose `chunks.npz` and `vectors.npy` still match the checksums recorded at
+commit: a damaged file is never a source of vectors (the texts are embedded again instead).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Callable, ContextManager, Protocol
+
+import numpy as np
+import xxhash
+
+from ..config import Settings
+from ..errors import CorruptIndexError
+from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
+from ..ingest.discover import FoundFile, hash_bytes, read_text
+from .diff import CorpusDiff, diff_corpus
+from .layout import Layout
+from .snapshot import Snapshot
+from .store import FileRow, Store
+
+
+class Reporter(Protocol):
+    def embedding(self, total: int) -> ContextManager[Callable[[int], None]]: ...
+    def warn(self, message: str) -> None: ...
+
+
+class SilentReporter:
+    def embedding(self, total: int) -> ContextManager[Callable[[int], None]]:
+        return nullcontext(lambda n: None)
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+@dataclass
+class IndexReport:
+    root: str
+    full: bool
+    files: int = 0
+    chunks: int = 0
+    edges: int = 0
+    communities: int = 0
+    new: int = 0
+    changed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embedded_files: list[str] = field(default_factory=list)
+    embedded_chunks: int = 0
+    reused_chunks: int = 0      # new chunks whose exact text already had a vector (indexed, or earlier in this run)
+    problems: list[dict[str, str]] = field(default_factory=list)
+    skipped: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.embedded_chunks / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class ChangeSet:
+    """Everything an index run changes, before any array or row is written."""
+
+    full: bool
+    files: list[tuple[FoundFile, str]]            # (file, content hash) to insert
+    chunks: list[tuple[int, Chunk]]               # (index into files, chunk) to insert
+    new_ids: np.ndarray                           # chunk ids of `chunks`
+    new_vecs: np.ndarray                          # float32 rows of `new_ids`
+    gone_file_ids: list[int]                      # stored files deleted or changed
+    removed: np.ndarray                           # their chunk ids (incremental runs)
+    kept_old: np.ndarray                          # stored chunk ids that stay
+    touched: list[tuple[FoundFile, FileRow]]      # same content, new stat
+    next_file: int                                # id of files[0]
+    next_chunk: int                               # the manifest's next_chunk_id after this run
+
+    @property
+    def live(self) -> np.ndarray:
+        return np.union1d(self.kept_old, self.new_ids)
+
+
+def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
+    """The diff of an index run; `full` makes every found file new and every stored one deleted."""
+    stored = store.files()
+    diff = diff_corpus(layout.root, settings, {} if full else stored)
+    if only is not None and not full:
+        diff = diff.restricted_to(only)
+    report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
+    if full:
+        found = {f.path for f in diff.new}
+        report.deleted = sum(1 for path in stored if path not in found)
+        diff.deleted = list(stored.values())
+    else:
+        report.deleted = len(diff.deleted)
+    report.problems += [{"path": p.path, "reason": p.reason} for p in diff.problems]
+    for p in diff.problems:
+        reporter.warn(f"{p.path}: {p.reason}")
+    report.skipped = len(diff.skipped)
+    return diff
+
+
+def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter):
+    out_files: list[tuple[FoundFile, str]] = []
+    out_chunks: list[tuple[int, Chunk]] = []
+    for f in files:
+        try:
+            data, text = read_text(f.abspath)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else str(getattr(exc, "strerror", None) or exc)
+            report.problems.append({"path": f.path, "reason": reason})
+            reporter.warn(f"{f.path}: {reason}; not indexed")
+            continue
+        fi = len(out_files)
+        # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
+        out_files.append((f, hash_bytes(data)))
+        out_chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
+    return out_files, out_chunks
+
+
+def plan(
+    layout: Layout, store: Store, settings: Settings, embedder, diff: CorpusDiff, manifest: dict, full: bool,
+    reporter: Reporter, report: IndexReport,
+) -> ChangeSet:
+    counter = embedder.token_counter()
+    chunk_settings = ChunkSettings(
+        max_tokens=counter.max_content_tokens,
+        target_tokens=min(settings.chunking.target_tokens, counter.max_content_tokens),
+        min_tokens=settings.chunking.min_tokens,
+    )
+    files, chunks = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    texts = [c.text for _, c in chunks]
+    reusable = reusable_vectors(layout, store, manifest, embedder)
+    new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
+    report.embedded_chunks = int(fresh.sum())
+    report.reused_chunks = len(texts) - report.embedded_chunks
+    report.embedded_files = sorted({files[fi][0].path for (fi, _), f in zip(chunks, fresh.tolist()) if f})
+
+    next_chunk = int(manifest.get("next_chunk_id", 1))
+    new_ids = np.arange(next_chunk, next_chunk + len(texts), dtype=np.int64)
+    stored = {row.path: row for row in store.files().values()}
+    gone_paths = [row.path for row in diff.deleted] + [f.path for f in diff.changed]
+    gone_file_ids = [stored[p].id for p in gone_paths if p in stored]
+    old_live = store.chunk_ids() if not full else np.empty(0, np.int64)
+    removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
+    return ChangeSet(
+        full=full, files=files, chunks=chunks, new_ids=new_ids,
+        new_vecs=np.ascontiguousarray(new_vecs, dtype=np.float32),
+        gone_file_ids=gone_file_ids, removed=removed,
+        kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
+        touched=[] if full else diff.touched, next_file=store.next_file_id(),
+        next_chunk=int(next_chunk + len(new_ids)),
+    )
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    return np.array([xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts], dtype=np.uint64)
+
+
+def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder):
+    """(text keys, vectors) of the chunks already indexed, when they came from this same embedder.
+
+    Moved or renamed files, unchanged parts of edited files and rebuilds that only change the graph
+    then cost no embedding at all. None when nothing can be reused, or when the generation's vector
+    files fail their checksums (then everything is embedded again: never a damaged vector).
+    """
+    generation = int(manifest.get("generation", 0))
+    if not generation or manifest.get("embedder") != embedder.name or manifest.get("dim") != embedder.dim:
+        return None
+    try:
+        ids, vectors = Snapshot.load_vectors(layout.gen(generation), manifest.get("checksums"))
+    except CorruptIndexError:
+        return None
+    chunk_ids, texts = store.chunk_texts()
+    if not len(chunk_ids):
+        return None
+    keys = text_keys(texts)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], vectors[np.searchsorted(ids, chunk_ids[order])]
+
+
+def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport):
+    """Vectors for `texts`: reused where the same text is indexed, embedded once per distinct text otherwise."""
+    vecs = np.empty((len(texts), embedder.dim), np.float32)
+    fresh = np.ones(len(texts), dtype=bool)
+    if not texts:
+        return vecs, fresh
+    keys = text_keys(texts)
+    if reusable is not None:
+        old_keys, old_vecs = reusable
+        pos = np.minimum(np.searchsorted(old_keys, keys), len(old_keys) - 1)
+        hit = old_keys[pos] == keys
+        vecs[hit] = old_vecs[pos[hit]]
+        fresh = ~hit
+    # Identical new texts (copied files, boilerplate) are embedded once.
+    uniq, first, inverse = np.unique(keys[fresh], return_index=True, return_inverse=True)
+    todo = np.flatnonzero(fresh)[first]
+    t0 = time.perf_counter()
+    if len(todo):
+        with reporter.embedding(len(todo)) as advance:
+            out = embedder.embed_documents([texts[i] for i in todo], batch_size=batch_size, progress=advance)
+        vecs[np.flatnonzero(fresh)] = out[inverse]
+        fresh[:] = False
+        fresh[todo] = True
+    report.embed_seconds = time.perf_counter() - t0
+    return vecs, fresh

@@ -1,0 +1,90 @@
+"""The product of a retrieval pass: plain arrays, everything scoring needs and nothing it must fetch.
+
+Node arrays are aligned with `nodes` (sorted chunk ids of the neighbourhood: every seed plus every
+chunk the graph can reach from them within the pass's caps). The CSR arrays are the similarity graph
+induced on those nodes, with neighbour positions local to `nodes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PassCaps:
+    """The most any scoring run over this pass may ask for."""
+
+    dense_n: int
+    lexical_n: int
+    hops: int
+    query_floor: float
+
+    def covers(self, other: "PassCaps") -> bool:
+        """Whether a pass under these caps holds everything a pass under `other` would (so scoring
+        any params whose `caps()` are `other` over it gives the same floats)."""
+        return (
+            self.dense_n >= other.dense_n
+            and self.lexical_n >= other.lexical_n
+            and self.hops >= other.hops
+            and self.query_floor <= other.query_floor
+        )
+
+    @classmethod
+    def widest(cls, caps: "list[PassCaps]") -> "PassCaps":
+        """The narrowest caps that cover every one given."""
+        return cls(
+            dense_n=max(c.dense_n for c in caps),
+            lexical_n=max(c.lexical_n for c in caps),
+            hops=max(c.hops for c in caps),
+            query_floor=min(c.query_floor for c in caps),
+        )
+
+
+@dataclass
+class Candidates:
+    query: str
+    variants: list[str]            # texts whose dense legs follow; variants[0] is the query itself
+    dense_ids: list[np.ndarray]    # per variant: chunk ids, best first (up to caps.dense_n)
+    lexical_ids: np.ndarray        # BM25 matches, best first (up to caps.lexical_n)
+    nodes: np.ndarray              # int64 chunk ids, sorted
+    file_ids: np.ndarray           # int64 per node
+    qsim: np.ndarray               # float32 per node: cosine of the chunk to the query vector
+    lexical: np.ndarray            # float64 per node: BM25 score (0 where the chunk does not match)
+    indptr: np.ndarray             # int64 (len(nodes) + 1)
+    nbr: np.ndarray                # int64 local positions
+    weight: np.ndarray             # float64 edge weights, as stored
+    caps: PassCaps
+    rerank: np.ndarray = field(default=None)  # float64 per node, NaN where not scored
+    rerank_model: str | None = None
+    notes: dict = field(default_factory=dict)  # what the pass skipped and why (e.g. rerank unavailable)
+
+    def __post_init__(self):
+        if self.rerank is None:
+            self.rerank = np.full(len(self.nodes), np.nan)
+
+    def cache_row(self) -> dict:
+        """The fields a pass cache stores, as plain lists (see CACHE_COLUMNS)."""
+        return {col: getattr(self, col).tolist() for col in CACHE_COLUMNS}
+
+    def local(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """Positions of chunk ids in `nodes` (they must be there)."""
+        return np.searchsorted(self.nodes, chunk_ids)
+
+
+# What a pass cache keeps of a Candidates: every per-node or CSR array, with its element dtype.
+# The remaining fields are either carried separately by the cache (query, variants, dense_ids, caps) or
+# filled after the pass (rerank, rerank_model, notes). A new field must be added to one of the two.
+CACHE_COLUMNS = {
+    "lexical_ids": np.int64,
+    "nodes": np.int64,
+    "file_ids": np.int64,
+    "qsim": np.float32,
+    "lexical": np.float64,
+    "indptr": np.int64,
+    "nbr": np.int64,
+    "weight": np.float64,
+}
+CACHED_APART = ("query", "variants", "dense_ids", "caps")
+NOT_CACHED = ("rerank", "rerank_model", "notes")

@@ -1,0 +1,49 @@
+"""Every knob of scoring in one frozen dataclass. A leaf module: the [search] section of the config
+uses it as its schema, and the lab sweeps it. Defaults live in ragx/defaults.toml, not here."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .candidates import PassCaps
+
+
+@dataclass(frozen=True)
+class Params:
+    top: int                 # results shown (chunks, or files with --files-only)
+    dense_n: int             # seeds from the dense leg (per query variant)
+    lexical_n: int           # seeds from the BM25 leg (0 = no lexical leg)
+    rrf_k: float             # Reciprocal Rank Fusion constant: 1 / (rrf_k + rank)
+    hops: int                # heat propagation depth (0 = no graph)
+    decay: float             # heat kept per hop, on top of the edge weight
+    query_floor: float       # a neighbour is admitted only if its cosine to the query reaches this
+    max_frontier: int        # at most this many nodes admitted per hop
+    alpha: float             # weight of the cross-encoder score
+    beta: float              # weight of heat
+    gamma: float             # weight of the dense cosine
+    delta: float             # weight of BM25
+    shortlist: int           # candidates the reranker scores, chosen by the pre-score
+    file_chunks: int         # a file scores the sum of its best this-many chunk scores
+
+    def caps(self) -> "PassCaps":
+        """The retrieval pass these params need."""
+        from .candidates import PassCaps
+
+        return PassCaps(self.dense_n, self.lexical_n, self.hops, self.query_floor)
+
+    def replace(self, **changes) -> "Params":
+        return dataclasses.replace(self, **changes)
+
+    def switched(self, *, graph: bool = True, lexical: bool = True, rerank: bool = True) -> "Params":
+        """The fast-mode switches of `ragx query` (--no-graph, --no-lexical, --no-rerank)."""
+        p = self
+        if not graph:
+            p = p.replace(hops=0)
+        if not lexical:
+            p = p.replace(lexical_n=0, delta=0.0)
+        if not rerank:
+            p = p.replace(alpha=0.0)
+        return p

@@ -1,0 +1,104 @@
+"""Scoring: pure numpy over a Candidates object. Same inputs -> same floats, on any machine.
+
+    fused   = RRF of the seed rankings                        (fuse.rrf)
+    heat    = propagated from the seeds along the graph        (traverse.propagate)
+    pre     = (beta*heat + gamma*dense + delta*lexical) / (beta + gamma + delta), each min-max normalised
+    final   = (alpha*rerank + beta*heat + gamma*dense + delta*lexical) / (alpha + beta + gamma + delta)
+
+The candidates are every admitted node. Without rerank scores alpha drops out (the other weights
+renormalise). The pre-score picks the reranker's shortlist; should beta, gamma and delta all be 0,
+it weighs the three signals equally, so the shortlist is never chosen by a constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .candidates import Candidates
+from .fuse import rrf
+from .params import Params
+from .traverse import Trace, propagate
+
+
+@dataclass
+class Ranking:
+    order: np.ndarray      # local positions of the candidates, best first
+    score: np.ndarray      # final score per node (NaN where not a candidate)
+    fused: np.ndarray      # RRF per node
+    trace: Trace
+    reranked: bool         # whether rerank scores entered the final score
+
+
+def minmax(x: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] over the given values; a constant signal carries no information -> 0."""
+    if len(x) == 0:
+        return x.astype(np.float64)
+    lo, hi = np.min(x), np.max(x)
+    if not hi > lo:
+        return np.zeros(len(x))
+    return (x.astype(np.float64) - lo) / (hi - lo)
+
+
+def _signals(c: Candidates, trace: Trace, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return minmax(trace.heat[cand]), minmax(c.qsim[cand]), minmax(c.lexical[cand])
+
+
+def _pre(p: Params, heat: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    b, g, d = p.beta, p.gamma, p.delta
+    if b + g + d <= 0:
+        b = g = d = 1.0
+    return (b * heat + g * dense + d * lexical) / (b + g + d)
+
+
+def _ranked(c: Candidates, cand: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Candidates by value, ties by smaller chunk id (stable across machines)."""
+    return cand[np.lexsort((c.nodes[cand], -values))]
+
+
+@dataclass
+class Prepared:
+    """What scoring computes before rerank scores exist: read by the shortlist and the final score."""
+
+    fused: np.ndarray
+    trace: Trace
+    heat: np.ndarray       # min-max normalised over the admitted candidates (trace.admitted)
+    dense: np.ndarray
+    lexical: np.ndarray
+    pre: np.ndarray        # the pre-score of each admitted candidate
+    shortlist: np.ndarray  # local positions the reranker should score, best pre-score first
+
+
+def prepare(c: Candidates, p: Params) -> Prepared:
+    """Fusion, propagation, normalisation and the pre-score: once per query and params."""
+    fused = rrf(c, p)
+    trace = propagate(c, p, fused)
+    cand = trace.admitted
+    heat, dense, lexical = _signals(c, trace, cand)
+    pre = _pre(p, heat, dense, lexical)
+    return Prepared(fused, trace, heat, dense, lexical, pre, _ranked(c, cand, pre)[: p.shortlist])
+
+
+def shortlist(c: Candidates, p: Params) -> np.ndarray:
+    """Local positions the reranker should score: the best `p.shortlist` by pre-score."""
+    return prepare(c, p).shortlist
+
+
+def score(c: Candidates, p: Params, prepared: Prepared | None = None) -> Ranking:
+    """The final ranking; `prepared` (from `prepare(c, p)`) saves recomputing fusion and propagation."""
+    pr = prepared if prepared is not None else prepare(c, p)
+    cand = pr.trace.admitted
+    raw_rerank = c.rerank[cand]
+    scored = ~np.isnan(raw_rerank)
+    reranked = p.alpha > 0 and bool(scored.any())
+    if reranked:
+        rr = np.zeros(len(cand))
+        rr[scored] = minmax(raw_rerank[scored])  # unscored candidates get the lowest rerank value
+        total = p.alpha + p.beta + p.gamma + p.delta
+        values = (p.alpha * rr + p.beta * pr.heat + p.gamma * pr.dense + p.delta * pr.lexical) / total
+    else:
+        values = pr.pre
+    out = np.full(len(c.nodes), np.nan)
+    out[cand] = values
+    return Ranking(_ranked(c, cand, values), out, pr.fused, pr.trace, reranked)

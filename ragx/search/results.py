@@ -1,0 +1,93 @@
+"""Result documents of a query: chunks or files, built from a Ranking and the store's rows.
+
+Builders take only what they read (the store, the candidates, the ranking, the params and the
+options), never the Searcher. Rows are fetched with `Store.chunk_rows`, which refuses to leave a
+missing id out: a result can never be labelled with the row of a neighbouring chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptIndexError
+from ..index.store import Store, chunk_location
+from ..scoring.candidates import Candidates
+from ..scoring.explain import explain_path
+from ..scoring.params import Params
+from ..scoring.files import rank_files
+from ..scoring.score import Ranking
+
+TEXT_CHARS = 600  # result text is cut here (with "truncated": true); byte ranges locate the whole chunk
+
+
+@dataclass
+class QueryOptions:
+    files_only: bool = False
+    explain: bool = False
+    expand: bool = True
+    text_chars: int = TEXT_CHARS
+
+
+def finite(value: float, what: str) -> float:
+    """A float for JSON; NaN or infinity means damaged vectors, never a number to print."""
+    if not np.isfinite(value):
+        raise CorruptIndexError(f"index holds non-finite {what} values (damaged vectors): run `ragx index --full`")
+    return float(value)
+
+
+def _breakdown(c: Candidates, r: Ranking, node: int) -> dict[str, Any]:
+    rr = c.rerank[node]
+    return {
+        "dense": finite(c.qsim[node], "similarity"),
+        "lexical": float(c.lexical[node]),
+        "fused": float(r.fused[node]),
+        "heat": finite(r.trace.heat[node], "heat"),
+        "rerank": None if np.isnan(rr) else float(rr),
+    }
+
+
+def chunks_document(store: Store, c: Candidates, r: Ranking, p: Params, o: QueryOptions) -> dict[str, Any]:
+    top = r.order[: p.top]
+    rows = store.chunk_rows(c.nodes[top])
+    results = []
+    for rank, (node, row) in enumerate(zip(top.tolist(), rows), start=1):
+        text = row["text"]
+        item = {
+            "rank": rank,
+            **chunk_location(row),
+            "score": finite(r.score[node], "score"),
+            "hop": int(r.trace.hop[node]),
+            "breakdown": _breakdown(c, r, node),
+            "text": text[: o.text_chars],
+            "truncated": len(text) > o.text_chars,
+        }
+        if o.explain:
+            item["path"] = explain_path(c, p, r.trace, node)
+        results.append(item)
+    return {"results": results, "candidates": int(len(r.order))}
+
+
+def files_document(store: Store, c: Candidates, r: Ranking, p: Params, o: QueryOptions) -> dict[str, Any]:
+    file_ids, sums = rank_files(c, r, p)
+    file_ids, sums = file_ids[: p.top], sums[: p.top]
+    # Each shown file's chunks among the candidates, best first.
+    in_order = c.file_ids[r.order]
+    chunks_of = {int(f): c.nodes[r.order[in_order == f]].tolist() for f in file_ids.tolist()}
+    best = store.chunk_rows([ids[0] for ids in chunks_of.values()])
+    results = []
+    for rank, (f, total, row) in enumerate(zip(file_ids.tolist(), sums.tolist(), best), start=1):
+        item = {
+            "rank": rank,
+            "file": row["path"],
+            "score": finite(total, "score"),
+            "chunk_ids": chunks_of[f],
+            "best_chunk": {"chunk_id": row["id"], "line_start": row["line_start"], "line_end": row["line_end"]},
+        }
+        if o.explain:
+            node = int(c.local(np.array([row["id"]]))[0])
+            item["path"] = explain_path(c, p, r.trace, node)
+        results.append(item)
+    return {"results": results, "candidates": int(len(r.order))}

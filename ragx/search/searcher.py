@@ -1,0 +1,179 @@
+"""A query end to end: embed -> (one read snapshot: pass -> shortlist -> rerank -> score -> documents).
+
+`Searcher` keeps the store connection, the index arrays and the models warm between queries (the MCP
+server and `ragx eval` reuse one) and follows new index generations itself.
+
+Snapshot per read. Every read of one query happens inside ONE SQLite read transaction (WAL): the
+manifest that names the generation, the BM25 lookup, the chunk rows for the reranker and the result
+rows. The arrays used are those of the generation that transaction's manifest names, so rows and
+arrays always come from the same commit, whatever `ragx index` commits meanwhile. (Chunk ids are never
+reused and a chunk row is never updated, so a row read under the same commit is the row the arrays
+describe; rows are fetched strictly, a missing one is an error, never a shifted label.)
+
+Old generation folders. A writer keeps the folder of the previous generation and deletes older ones.
+A reader loads a generation completely (ids, graph, the HNSW file; vectors are memory-mapped, which
+keeps an unlinked file readable) before it uses it, so a later deletion cannot touch it. If the folder
+vanishes while it is being loaded (the reader's transaction is older than two commits), the read
+transaction is closed and a new one opened: its manifest names a newer generation, which is loaded
+instead. The same generation failing twice is real damage, reported as such.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from ..errors import CorruptIndexError, NoIndexError, UsageError
+from ..index.identity import check_embedder
+from ..index.layout import Layout
+from ..index.snapshot import Snapshot
+from ..index.store import Store
+from ..scoring.candidates import Candidates, PassCaps
+from .expand import query_vectors
+from ..scoring.params import Params
+from .results import QueryOptions, chunks_document, files_document
+from .retrieve import retrieval_pass
+from ..scoring.score import prepare, score
+
+LOAD_ATTEMPTS = 5  # read transactions tried before a vanishing generation counts as damage
+
+
+class Searcher:
+    def __init__(
+        self,
+        layout: Layout,
+        embedder_factory: Callable[[], Any],
+        reranker_factory: Callable[[], Any] | None = None,
+        expander_factory: Callable[[], Any] | None = None,
+    ):
+        self.layout = layout
+        self.store = Store(layout.db, readonly=True)
+        self._embedder_factory = embedder_factory
+        self._embedder = None
+        self._reranker_factory = reranker_factory
+        self._expander_factory = expander_factory  # LLM query expansion (ragx/models/expand.py), None = off
+        self._generation: int | None = None
+        self.snapshot: Snapshot | None = None
+        self.manifest: dict = {}
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    @property
+    def generation(self) -> int | None:
+        return self._generation
+
+    @contextmanager
+    def reading(self) -> Iterator[Snapshot]:
+        """One read transaction with the arrays of the generation it sees (re-entrant: an inner call
+        joins the outer transaction)."""
+        if self.store.db.in_transaction:
+            assert self.snapshot is not None
+            yield self.snapshot
+            return
+        failed: set[int] = set()
+        for _ in range(LOAD_ATTEMPTS):
+            with self.store.snapshot():
+                manifest = self.store.manifest()
+                if self._adopt(manifest, failed):
+                    yield self.snapshot  # type: ignore[misc]
+                    return
+        raise CorruptIndexError(f"index generations in {self.layout.dir} keep vanishing while loading: run `ragx index --full`")
+
+    def _adopt(self, manifest: dict, failed: set[int]) -> bool:
+        """Make the manifest's generation the loaded one; False when its folder vanished (retry)."""
+        generation = manifest.get("generation")
+        if generation is None:
+            raise NoIndexError(f"no finished index run in {self.layout.root}: run `ragx index`")
+        generation = int(generation)
+        if generation != self._generation:
+            try:
+                snapshot = Snapshot.load(self.layout.gen(generation), with_ann=True, checksums=manifest.get("checksums"))
+            except CorruptIndexError:
+                if generation in failed:
+                    raise
+                failed.add(generation)
+                return False
+            self.snapshot, self._generation = snapshot, generation
+        self.manifest = manifest
+        return True
+
+    def refresh(self) -> None:
+        """Pick up the newest committed generation (cheap when nothing changed)."""
+        with self.reading():
+            pass
+
+    def check_model(self) -> None:
+        check_embedder(self.manifest, self.embedder)
+
+    def candidates(self, query: str, params: Params, *, expand: bool = True) -> Candidates:
+        return self.pass_with_caps(query, params.caps(), expand=expand)
+
+    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True) -> Candidates:
+        """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs)."""
+        if not query.strip():
+            raise UsageError("empty query")
+        variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, expand)
+        with self.reading() as snap:
+            self.check_model()
+            c = retrieval_pass(query, qvecs, variants, snap, self.store, caps)
+        if note is not None:
+            c.notes["expand"] = note
+        return c
+
+    def rerank(self, c: Candidates, params: Params, shortlisted=None) -> None:
+        """Fill rerank scores for the shortlist, when a reranker is configured and weighted.
+
+        `shortlisted`: the shortlist already computed by `prepare` (else computed here)."""
+        if self._reranker_factory is None:
+            return
+        if params.alpha <= 0:
+            c.notes["rerank"] = {"skipped": "turned off (--no-rerank or search.alpha = 0)"}
+            return
+        from ..errors import ProviderError
+        from ..models.registry import warn_once
+
+        picked = prepare(c, params).shortlist if shortlisted is None else shortlisted
+        reranker = None
+        try:
+            reranker = self._reranker_factory()
+            with self.reading():
+                rows = self.store.chunk_rows(c.nodes[picked], ("id", "text"))
+            scores = reranker.score(c.query, [r["text"] for r in rows])
+        except ProviderError as exc:  # the model cannot load or score: answer without it, say why once
+            c.rerank_model = getattr(reranker, "name", None)
+            c.notes["rerank"] = {"skipped": str(exc)}
+            warn_once(f"rerank:{exc}", f"rerank skipped: {exc}")
+            return
+        c.rerank[picked] = scores
+        c.rerank_model = getattr(reranker, "name", None)
+
+    def search(self, query: str, params: Params, options: QueryOptions) -> dict[str, Any]:
+        if not query.strip():
+            raise UsageError("empty query")
+        variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, options.expand)
+        with self.reading() as snap:
+            self.check_model()
+            c = retrieval_pass(query, qvecs, variants, snap, self.store, params.caps())
+            if note is not None:
+                c.notes["expand"] = note
+            prepared = prepare(c, params)
+            self.rerank(c, params, prepared.shortlist)
+            ranking = score(c, params, prepared)
+            build = files_document if options.files_only else chunks_document
+            doc = build(self.store, c, ranking, params, options)
+            generation = self._generation
+        doc["query"] = query
+        doc["params"] = dataclasses.asdict(params)
+        doc["variants"] = c.variants
+        doc["expand"] = {"used": False, **c.notes.get("expand", {})}
+        doc["rerank"] = {"used": ranking.reranked, "model": c.rerank_model, **c.notes.get("rerank", {})}
+        doc["generation"] = generation
+        return doc
+
+    def close(self) -> None:
+        self.store.close()

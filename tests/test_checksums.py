@@ -1,0 +1,91 @@
+"""Checksums of a generation's arrays: recorded at commit, verified by `status --deep`, before vector
+reuse and when a searcher loads a generation; `ragx index --full` repairs each damaged file."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from fakes import HashEmbedder, make_corpus
+
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.errors import CorruptIndexError
+from ragx.index.build import run_index
+from ragx.index.snapshot import FILES, VECTORS_NPY, file_checksum
+from ragx.index.store import Store
+
+QUERY = "flour butter oven bread"
+
+
+@pytest.fixture
+def corpus(tmp_path, fake_model):
+    make_corpus(tmp_path)
+    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
+    return tmp_path
+
+
+def _gen(root):
+    return sorted((root / ".ragx").glob("gen-*"))[-1]
+
+
+def _damage(path, offset: int = 200, size: int = 64):
+    data = bytearray(path.read_bytes())
+    offset = min(offset, len(data) - size)
+    data[offset : offset + size] = bytes(range(size))[::-1]
+    path.write_bytes(bytes(data))
+
+
+def test_every_file_of_a_generation_has_its_checksum_in_the_manifest(corpus):
+    store = Store(corpus / ".ragx" / "index.sqlite", readonly=True)
+    checksums = store.manifest()["checksums"]
+    store.close()
+    assert set(checksums) == set(FILES)
+    assert all(checksums[name] == file_checksum(_gen(corpus) / name) for name in FILES)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_each_damaged_file_is_found_by_deep_status_refused_by_query_and_repaired_by_full(corpus, name):
+    before = Corpus(corpus).query(QUERY)
+    _damage(_gen(corpus) / name)
+    deep = Corpus(corpus).status(deep=True)
+    assert not deep["consistent"]
+    assert name in deep["problems"][-1] and deep["problems"][-1].endswith("run `ragx index --full`")
+    with pytest.raises(CorruptIndexError, match="run `ragx index --full`"):
+        Corpus(corpus).query(QUERY)
+    emb = HashEmbedder()
+    report = run_index(corpus, load_settings(corpus), emb, full=True)
+    # A damaged vectors.npy (or the chunk ids that address it) is never a source of vectors.
+    if name in ("vectors.npy", "chunks.npz"):
+        assert report.embedded_chunks == report.chunks
+    else:
+        assert report.embedded_chunks == 0 and report.reused_chunks == report.chunks
+    assert Corpus(corpus).status(deep=True)["consistent"]
+    again = Corpus(corpus).query(QUERY)
+    assert [r["chunk_id"] for r in again["results"]] != [] and len(again["results"]) == len(before["results"])
+    assert [r["text"] for r in again["results"]] == [r["text"] for r in before["results"]]
+
+
+def test_an_incremental_run_never_builds_on_damaged_vectors(corpus):
+    _damage(_gen(corpus) / VECTORS_NPY, offset=1000)
+    (corpus / "notes.txt").write_text("A new note about sails.\n", encoding="utf-8")
+    with pytest.raises(CorruptIndexError, match="run `ragx index --full`"):
+        run_index(corpus, load_settings(corpus), HashEmbedder())
+
+
+def test_non_finite_vectors_never_reach_json(corpus):
+    """Vectors that match their checksums but hold NaN (a broken model) are refused in one line."""
+    gen = _gen(corpus)
+    vectors = np.load(gen / VECTORS_NPY)
+    vectors[:] = np.nan
+    np.save(gen / VECTORS_NPY, vectors)
+    db = Store(corpus / ".ragx" / "index.sqlite")
+    manifest = db.manifest()
+    manifest["checksums"][VECTORS_NPY] = file_checksum(gen / VECTORS_NPY)
+    with db.transaction() as conn:
+        Store.write_manifest(conn, {"checksums": manifest["checksums"]})
+    db.close()
+    with pytest.raises(CorruptIndexError, match="non-finite"):
+        json.dumps(Corpus(corpus).query(QUERY), allow_nan=False)
+    assert not Corpus(corpus).status(deep=True)["consistent"]
