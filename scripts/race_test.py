@@ -104,16 +104,25 @@ def check_result(truth: Truth, generation: int, r: dict) -> list[str]:
 
 
 # ---- running ragx ----------------------------------------------------------------------------------
+FROZEN: list[str] = []  # --frozen-code: a copy of ragx's source that every child runs instead of the working tree
+
+
 def ragx_argv(args: list[str], fake: bool) -> list[str]:
+    python = [sys.executable, "-S"] if FROZEN else [sys.executable]  # -S: no site hooks, so no editable install
     if fake:  # the fast test-hash engine of tests/fakes_registration.py
-        return [sys.executable, "-c", f"import fakes_registration\nfrom ragx.cli.main import run\nrun({args!r})"]
-    return [sys.executable, "-m", "ragx.cli.main", *args]
+        return [*python, "-c", f"import fakes_registration\nfrom ragx.cli.main import run\nrun({args!r})"]
+    return [*python, "-m", "ragx.cli.main", *args]
 
 
 def child_env(fake: bool) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-    if fake:
-        env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    paths = [str(TESTS)] if fake else []
+    if FROZEN:
+        import site
+
+        paths += FROZEN + site.getsitepackages()
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env
 
 
@@ -128,6 +137,7 @@ class Tally:
     answers: list[tuple[str, dict]] = field(default_factory=list)   # (who, document) to check at the end
     lock: threading.Lock = field(default_factory=threading.Lock)
     readers_done: threading.Event = field(default_factory=threading.Event)
+    cli_done: threading.Event = field(default_factory=threading.Event)
 
     def error(self, what: str) -> None:
         with self.lock:
@@ -184,7 +194,9 @@ async def _mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake
     async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            for _ in range(n):
+            done = 0
+            while done < n or not tally.cli_done.is_set():  # at least n, and for as long as the CLI runs
+                done += 1
                 res = await session.call_tool("search", {"query": rng.choice(queries), "explain": True})
                 with tally.lock:
                     tally.searches += 1
@@ -241,14 +253,16 @@ def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: b
         raise SystemExit(f"initial index failed: {first.stderr.strip()}")
     truth.record(root / ".ragx" / "index.sqlite")
     queries = corpus_queries(root)
-    readers = [threading.Thread(target=cli_reader, args=(root, queries, cli // parallel + (i < cli % parallel), tally, fake, i)) for i in range(parallel)]
-    if mcp:
-        readers.append(threading.Thread(target=mcp_reader, args=(root, queries, mcp, tally, fake, log)))
+    clis = [threading.Thread(target=cli_reader, args=(root, queries, cli // parallel + (i < cli % parallel), tally, fake, i)) for i in range(parallel)]
+    mcps = [threading.Thread(target=mcp_reader, args=(root, queries, mcp, tally, fake, log))] if mcp else []
     w = threading.Thread(target=writer, args=(root, truth, tally, commits, fake))
     w.start()
-    for t in readers:
+    for t in clis + mcps:
         t.start()
-    for t in readers:
+    for t in clis:
+        t.join()
+    tally.cli_done.set()
+    for t in mcps:
         t.join()
     tally.readers_done.set()
     w.join()
@@ -262,12 +276,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--make-corpus", type=Path, default=None, help="copy the first --files *.md of this folder into --root first")
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--cli", type=int, default=40, help="CLI queries (ragx query --json --explain subprocesses)")
-    ap.add_argument("--mcp", type=int, default=200, help="MCP searches (explain) on one warm server")
+    ap.add_argument("--mcp", type=int, default=200, help="MCP searches (explain) on one warm server, at least (more while CLI queries run)")
     ap.add_argument("--commits", type=int, default=10, help="index commits at least (more while readers run)")
     ap.add_argument("--parallel", type=int, default=2, help="CLI queries running at once")
     ap.add_argument("--fake", action="store_true", help="use the tests' fast hashing embedder instead of the model")
+    ap.add_argument("--frozen-code", type=Path, default=None, help="run ragx from this copy of its source (a folder holding ragx/)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    if a.frozen_code is not None:
+        FROZEN[:] = [str(a.frozen_code.resolve())]
     if a.make_corpus is not None:
         make_corpus(a.make_corpus, a.root, a.files)
     root = a.root.resolve()
