@@ -73,7 +73,7 @@ def promote(cfg, repo: Path) -> int:
         print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
               "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
         return 1
-    candidate = candidate.replace(top=old.top, alpha=old.alpha, shortlist=old.shortlist)  # not swept
+    candidate = candidate.replace(top=old.top, rerank_weight=old.rerank_weight, shortlist=old.shortlist)  # not swept
     spec = spec_of(candidate, old)
     metric, tol = cfg.promote.metric, float(cfg.promote.tolerance)
     verdicts, lines = [], []

@@ -119,8 +119,8 @@ def _check_rerank(corpus: "Corpus") -> tuple[str, str, str]:
     reranker = corpus.reranker
     scores = reranker.score(PROBE_QUERY, list(PROBE_DOCS))
     detail = f"{model}: probe pair scored {scores[0]:.3f} (relevant) / {scores[1]:.3f} (unrelated)"
-    if corpus.settings.search.alpha <= 0:
-        detail += "; note search.alpha = 0, so queries never use it"
+    if corpus.settings.search.rerank_weight <= 0:
+        detail += "; note search.rerank_weight = 0, so queries never use it"
     return OK, detail, ""
 
 

@@ -97,7 +97,7 @@ def test_bad_query_lines_are_usage_errors(tmp_path, line, message):
 def test_config_specs():
     defaults = load_settings(None).search
     c = parse_config("wide=graph,hops=3,decay=0.7", defaults)
-    assert (c.name, c.params.hops, c.params.decay, c.params.alpha) == ("wide", 3, 0.7, 0.0)
+    assert (c.name, c.params.hops, c.params.decay, c.params.rerank_weight) == ("wide", 3, 0.7, 0.0)
     assert parse_config("bm25", defaults).params.dense_n == 0
     for bad in ("nope", "x=graph,hops=many", "x=graph,colour=3"):
         with pytest.raises(UsageError):

@@ -85,7 +85,7 @@ def test_rerank_scores_show_in_the_breakdown_and_weigh_by_alpha(corpus, tiny_cro
     text = c.searcher.store.chunks([top["chunk_id"]], ("id", "text"))[0]["text"]
     assert top["breakdown"]["rerank"] == pytest.approx(c.reranker.score("bread oven", [text])[0], abs=1e-5)
     # With alpha alone, the order is the reranker's.
-    only = c.settings.search.replace(alpha=1.0, beta=0.0, gamma=0.0, delta=0.0)
+    only = c.settings.search.replace(rerank_weight=1.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=0.0)
     ranked = c.query("bread oven", top=10, params=only)
     scores = [r["breakdown"]["rerank"] for r in ranked["results"]]
     assert scores == sorted(scores, reverse=True)

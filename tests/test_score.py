@@ -79,12 +79,12 @@ def test_a_node_is_settled_at_its_first_hop():
 
 def test_weights_renormalise_without_rerank_and_pre_score_never_collapses():
     c = make([(0, 1, 0.9)], [0.9, 0.5, 0.1], dense=[0, 2], lexical=[2], lex_scores=[0, 0, 3.0])
-    p = BASE.replace(hops=1, query_floor=0.0, alpha=1.0, beta=0.0, gamma=0.0, delta=0.0)
+    p = BASE.replace(hops=1, query_floor=0.0, rerank_weight=1.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=0.0)
     r = score(c, p)
     assert not r.reranked
     assert len(set(np.round(r.score[r.order], 9))) > 1  # equal-weight fallback, not all zeros
     assert len(shortlist(c, p.replace(shortlist=2))) == 2
-    r2 = score(c, p.replace(alpha=0.5, beta=1.0, gamma=1.0, delta=0.0))
+    r2 = score(c, p.replace(rerank_weight=0.5, heat_weight=1.0, dense_weight=1.0, lexical_weight=0.0))
     heat, dense = minmax(r2.trace.heat[r2.order]), minmax(c.qsim[r2.order])
     assert r2.score[r2.order] == pytest.approx((heat + dense) / 2)
 
@@ -92,13 +92,13 @@ def test_weights_renormalise_without_rerank_and_pre_score_never_collapses():
 def test_rerank_enters_when_scored():
     c = make([], [0.9, 0.8, 0.7], dense=[0, 1, 2])
     c.rerank[:] = [0.0, 1.0, 5.0]
-    r = score(c, BASE.replace(alpha=10.0, beta=0.1, gamma=0.1, delta=0.0, hops=0))
+    r = score(c, BASE.replace(rerank_weight=10.0, heat_weight=0.1, dense_weight=0.1, lexical_weight=0.0, hops=0))
     assert r.reranked and c.nodes[r.order].tolist() == [30, 20, 10]
 
 
 def test_files_sum_their_best_chunks():
     c = make([], [0.9, 0.8, 0.7, 0.6, 0.5], dense=[0, 1, 2, 3, 4], file_ids=[7, 7, 7, 7, 9])
-    p = BASE.replace(hops=0, lexical_n=0, beta=0.0, gamma=1.0, delta=0.0, file_chunks=3)
+    p = BASE.replace(hops=0, lexical_n=0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0, file_chunks=3)
     r = score(c, p)
     files, sums = rank_files(c, r, p)
     assert files.tolist() == [7, 9]

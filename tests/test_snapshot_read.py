@@ -112,7 +112,7 @@ def test_fusion_and_propagation_run_once_per_query(corpus, monkeypatch):
             return np.arange(len(texts), dtype=np.float64)
 
     searcher = Searcher(Layout(corpus), HashEmbedder, reranker_factory=Reranker)
-    params = load_settings(corpus).search.replace(alpha=0.5)
+    params = load_settings(corpus).search.replace(rerank_weight=0.5)
     doc = searcher.search(QUERY, params, QueryOptions(explain=True))
     assert doc["rerank"]["used"] is True
     assert counts == {"rrf": 1, "propagate": 1}

@@ -92,7 +92,7 @@ def run_eval(
             result.pass_seconds += time.perf_counter() - t0
             for cfg in group:
                 t0 = time.perf_counter()
-                if cfg.params.alpha > 0:  # this config's own shortlist, as a standalone query would rerank
+                if cfg.params.rerank_weight > 0:  # this config's own shortlist, as a standalone query would rerank
                     c.rerank[:] = np.nan
                     searcher.rerank(c, cfg.params)
                 ranking = score(c, cfg.params)

@@ -21,10 +21,10 @@ class Params:
     decay: float             # heat kept per hop, on top of the edge weight
     query_floor: float       # a neighbour is admitted only if its cosine to the query reaches this
     max_frontier: int        # at most this many nodes admitted per hop
-    alpha: float             # weight of the cross-encoder score
-    beta: float              # weight of heat
-    gamma: float             # weight of the dense cosine
-    delta: float             # weight of BM25
+    rerank_weight: float     # weight of the cross-encoder score
+    heat_weight: float       # weight of heat
+    dense_weight: float      # weight of the dense cosine
+    lexical_weight: float    # weight of BM25
     shortlist: int           # candidates the reranker scores, chosen by the pre-score
     file_chunks: int         # a file scores the sum of its best this-many chunk scores
 
@@ -43,7 +43,7 @@ class Params:
         if not graph:
             p = p.replace(hops=0)
         if not lexical:
-            p = p.replace(lexical_n=0, delta=0.0)
+            p = p.replace(lexical_n=0, lexical_weight=0.0)
         if not rerank:
-            p = p.replace(alpha=0.0)
+            p = p.replace(rerank_weight=0.0)
         return p

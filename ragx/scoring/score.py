@@ -2,11 +2,11 @@
 
     fused   = RRF of the seed rankings                        (fuse.rrf)
     heat    = propagated from the seeds along the graph        (traverse.propagate)
-    pre     = (beta*heat + gamma*dense + delta*lexical) / (beta + gamma + delta), each min-max normalised
-    final   = (alpha*rerank + beta*heat + gamma*dense + delta*lexical) / (alpha + beta + gamma + delta)
+    pre     = (heat_weight*heat + dense_weight*dense + lexical_weight*lexical) / (heat_weight + dense_weight + lexical_weight), each min-max normalised
+    final   = (rerank_weight*rerank + heat_weight*heat + dense_weight*dense + lexical_weight*lexical) / (rerank_weight + heat_weight + dense_weight + lexical_weight)
 
-The candidates are every admitted node. Without rerank scores alpha drops out (the other weights
-renormalise). The pre-score picks the reranker's shortlist; should beta, gamma and delta all be 0,
+The candidates are every admitted node. Without rerank scores rerank_weight drops out (the other weights
+renormalise). The pre-score picks the reranker's shortlist; should heat_weight, dense_weight and lexical_weight all be 0,
 it weighs the three signals equally, so the shortlist is never chosen by a constant.
 """
 
@@ -46,7 +46,7 @@ def _signals(c: Candidates, trace: Trace, cand: np.ndarray) -> tuple[np.ndarray,
 
 
 def _pre(p: Params, heat: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
-    b, g, d = p.beta, p.gamma, p.delta
+    b, g, d = p.heat_weight, p.dense_weight, p.lexical_weight
     if b + g + d <= 0:
         b = g = d = 1.0
     return (b * heat + g * dense + d * lexical) / (b + g + d)
@@ -91,12 +91,12 @@ def score(c: Candidates, p: Params, prepared: Prepared | None = None) -> Ranking
     cand = pr.trace.admitted
     raw_rerank = c.rerank[cand]
     scored = ~np.isnan(raw_rerank)
-    reranked = p.alpha > 0 and bool(scored.any())
+    reranked = p.rerank_weight > 0 and bool(scored.any())
     if reranked:
         rr = np.zeros(len(cand))
         rr[scored] = minmax(raw_rerank[scored])  # unscored candidates get the lowest rerank value
-        total = p.alpha + p.beta + p.gamma + p.delta
-        values = (p.alpha * rr + p.beta * pr.heat + p.gamma * pr.dense + p.delta * pr.lexical) / total
+        total = p.rerank_weight + p.heat_weight + p.dense_weight + p.lexical_weight
+        values = (p.rerank_weight * rr + p.heat_weight * pr.heat + p.dense_weight * pr.dense + p.lexical_weight * pr.lexical) / total
     else:
         values = pr.pre
     out = np.full(len(c.nodes), np.nan)

@@ -131,8 +131,8 @@ class Searcher:
         `shortlisted`: the shortlist already computed by `prepare` (else computed here)."""
         if self._reranker_factory is None:
             return
-        if params.alpha <= 0:
-            c.notes["rerank"] = {"skipped": "turned off (--no-rerank or search.alpha = 0)"}
+        if params.rerank_weight <= 0:
+            c.notes["rerank"] = {"skipped": "turned off (--no-rerank or search.rerank_weight = 0)"}
             return
         from ..errors import ProviderError
         from ..models.registry import warn_once
