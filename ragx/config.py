@@ -188,14 +188,35 @@ def layer(doc: dict[str, Any], origin: str) -> dict[tuple[str, str], Any]:
     return flat
 
 
+# [search] weights renamed to say what they weigh; a ragx.toml or ~/.ragxrc with the old name still works.
+RENAMED_SEARCH_KEYS = {"alpha": "rerank_weight", "beta": "heat_weight", "gamma": "dense_weight", "delta": "lexical_weight"}
+
+
+def renamed_keys(doc: dict[str, Any], origin: str, warn: bool = True) -> dict[str, Any]:
+    """`doc` with old [search] key names read as the new ones (one deprecation warning per key on stderr).
+
+    Where a file holds both names, the new one wins."""
+    search = doc.get("search")
+    if not isinstance(search, dict) or not any(old in search for old in RENAMED_SEARCH_KEYS):
+        return doc
+    table = dict(search)
+    for old, new in RENAMED_SEARCH_KEYS.items():
+        if old in table:
+            value = table.pop(old)
+            table.setdefault(new, value)
+            if warn:
+                print(f"ragx: warning: {origin}: search.{old} is deprecated, read as search.{new} (rename it)", file=sys.stderr)
+    return {**doc, "search": table}
+
+
 def load_settings(root: Path | None, *, warn: bool = True) -> Settings:
     """Effective settings for a corpus root (None: defaults and rc only)."""
     layers = [(str(DEFAULTS_PATH.name), read_toml(DEFAULTS_PATH))]
     if root is not None:
         project = root / PROJECT_FILE
-        layers.append((str(project), read_toml(project)))
+        layers.append((str(project), renamed_keys(read_toml(project), str(project), warn)))
     rc = rc_path()
-    layers.append((str(rc), read_toml(rc)))
+    layers.append((str(rc), renamed_keys(read_toml(rc), str(rc), warn)))
 
     merged: dict[tuple[str, str], Any] = {}
     sources: dict[str, str] = {}

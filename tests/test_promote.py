@@ -1,4 +1,4 @@
-"""lab promote writes defaults.toml through tomlkit, and "the defaults" are config.load_settings's."""
+"""lab promote writes defaults.toml through tomlkit; "the defaults" are config.load_settings's; old weight names still read."""
 
 from __future__ import annotations
 
@@ -35,3 +35,12 @@ def test_the_defaults_in_force_come_from_load_settings_even_with_an_rc_search_se
     isolated_rc.write_text("[search]\ndecay = 0.125\n", encoding="utf-8")
     assert current_defaults() == load_settings(None, warn=False).search
     assert current_defaults().decay == 0.125
+
+
+def test_old_weight_names_are_still_read_with_a_warning(tmp_path, isolated_rc, capsys):
+    (tmp_path / "ragx.toml").write_text("[search]\nalpha = 0.25\ndelta = 0.125\n", encoding="utf-8")
+    isolated_rc.write_text("[search]\nbeta = 0.5\n", encoding="utf-8")
+    s = load_settings(tmp_path).search
+    assert (s.rerank_weight, s.lexical_weight, s.heat_weight) == (0.25, 0.125, 0.5)
+    err = capsys.readouterr().err
+    assert "search.alpha is deprecated, read as search.rerank_weight" in err and "search.beta" in err
