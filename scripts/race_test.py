@@ -138,6 +138,10 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
     readers_done: threading.Event = field(default_factory=threading.Event)
     cli_done: threading.Event = field(default_factory=threading.Event)
+    stop_at: float = float("inf")  # time.monotonic() after which readers start nothing new (--max-seconds)
+
+    def time_left(self) -> bool:
+        return time.monotonic() < self.stop_at
 
     def error(self, what: str) -> None:
         with self.lock:
@@ -166,6 +170,8 @@ def writer(root: Path, truth: Truth, tally: Tally, commits: int, fake: bool) -> 
 def cli_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(n):
+        if not tally.time_left():
+            break
         q = rng.choice(queries)
         done = subprocess.run(
             ragx_argv(["query", q, "--root", str(root), "--json", "--explain"], fake), capture_output=True, text=True, env=child_env(fake)
@@ -195,7 +201,7 @@ async def _mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake
         async with ClientSession(read, write) as session:
             await session.initialize()
             done = 0
-            while done < n or not tally.cli_done.is_set():  # at least n, and for as long as the CLI runs
+            while (done < n or not tally.cli_done.is_set()) and tally.time_left():  # at least n, and while the CLI runs
                 done += 1
                 res = await session.call_tool("search", {"query": rng.choice(queries), "explain": True})
                 with tally.lock:
@@ -246,8 +252,9 @@ def check_all(truth: Truth, tally: Tally) -> None:
                 tally.mislabelled.append(f"{who}: {problems[0]}")
 
 
-def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: bool, log: Path) -> Tally:
+def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: bool, log: Path, max_seconds: float) -> Tally:
     truth, tally = Truth(), Tally()
+    tally.stop_at = time.monotonic() + max_seconds
     first = subprocess.run(ragx_argv(["index", "--root", str(root)], fake), capture_output=True, text=True, env=child_env(fake))
     if first.returncode != 0:
         raise SystemExit(f"initial index failed: {first.stderr.strip()}")
@@ -279,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mcp", type=int, default=200, help="MCP searches (explain) on one warm server, at least (more while CLI queries run)")
     ap.add_argument("--commits", type=int, default=10, help="index commits at least (more while readers run)")
     ap.add_argument("--parallel", type=int, default=2, help="CLI queries running at once")
+    ap.add_argument("--max-seconds", type=float, default=float("inf"), help="readers start nothing new after this (the counts say what ran)")
     ap.add_argument("--fake", action="store_true", help="use the tests' fast hashing embedder instead of the model")
     ap.add_argument("--frozen-code", type=Path, default=None, help="run ragx from this copy of its source (a folder holding ragx/)")
     ap.add_argument("--json", action="store_true")
@@ -289,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         make_corpus(a.make_corpus, a.root, a.files)
     root = a.root.resolve()
     started = time.perf_counter()
-    tally = race(root, cli=a.cli, mcp=a.mcp, commits=a.commits, parallel=a.parallel, fake=a.fake, log=root.parent / "race-server.err")
+    tally = race(root, cli=a.cli, mcp=a.mcp, commits=a.commits, parallel=a.parallel, fake=a.fake, log=root.parent / "race-server.err", max_seconds=a.max_seconds)
     figures = {
         "queries": tally.queries, "searches": tally.searches, "commits": tally.commits, "results_checked": tally.results,
         "errors": len(tally.errors), "mislabelled": len(tally.mislabelled), "seconds": round(time.perf_counter() - started, 1),

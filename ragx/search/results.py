@@ -16,8 +16,8 @@ from ..errors import CorruptIndexError
 from ..index.store import Store, chunk_location
 from ..scoring.candidates import Candidates
 from ..scoring.explain import explain_path
-from ..scoring.params import Params
 from ..scoring.files import rank_files
+from ..scoring.params import Params
 from ..scoring.score import Ranking
 
 TEXT_CHARS = 600  # result text is cut here (with "truncated": true); byte ranges locate the whole chunk

@@ -24,17 +24,19 @@ import dataclasses
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from ..errors import CorruptIndexError, NoIndexError, UsageError
 from ..index.identity import check_embedder
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
 from ..index.store import Store
 from ..scoring.candidates import Candidates, PassCaps
-from .expand import query_vectors
 from ..scoring.params import Params
+from ..scoring.score import prepare, score
+from .expand import query_vectors
 from .results import QueryOptions, chunks_document, files_document
 from .retrieve import retrieval_pass
-from ..scoring.score import prepare, score
 
 LOAD_ATTEMPTS = 5  # read transactions tried before a vanishing generation counts as damage
 
@@ -125,7 +127,7 @@ class Searcher:
             c.notes["expand"] = note
         return c
 
-    def rerank(self, c: Candidates, params: Params, shortlisted=None) -> None:
+    def rerank(self, c: Candidates, params: Params, shortlisted: np.ndarray | None = None) -> None:
         """Fill rerank scores for the shortlist, when a reranker is configured and weighted.
 
         `shortlisted`: the shortlist already computed by `prepare` (else computed here)."""
