@@ -24,9 +24,9 @@ SPECS = [
     "graph",
     "a=graph,hops=1,decay=0.9,query_floor=0.1",
     "b=graph,hops=3,max_frontier=5,rrf_k=5,dense_n=7,lexical_n=3",
-    "c=hybrid,beta=1,gamma=0,delta=0,file_chunks=3",
-    "d=bm25",
-    "e=dense,dense_n=30",
+    "c=hybrid,beta=1,gamma=0,delta=0,file_chunks=3,budget=own",  # the offline re-scorer applies Params only
+    "d=bm25,budget=own",
+    "e=dense,dense_n=30,budget=own",
 ]
 
 

@@ -104,18 +104,33 @@ def _table(title: str, head: list[str], rows: list[list[str]]) -> Table:
     return table
 
 
+def _show(console, table: Table) -> None:
+    """Never cut a figure to fit a narrow (or absent) terminal: let the line run long instead."""
+    from rich.measure import Measurement
+
+    wanted = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    width = console.width
+    console.width = max(width, wanted)  # print(width=...) alone is capped at the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
 def _print_dataset(doc: dict[str, Any], console) -> None:
-    ref = doc["comparisons"]["reference"]
-    console.print(_table(f"{doc['dataset']} {doc['split']}: {doc['n_queries']} queries, files; reference {ref}", main_head(), main_rows(doc)))
-    console.print(_table(f"{doc['dataset']}: against {ref}, per query", comparison_head(), comparison_rows(doc, HEADLINE)))
+    ref, s = doc["comparisons"]["reference"], doc["seconds"]
+    _show(console, _table(f"{doc['dataset']} {doc['split']}: {doc['n_queries']} queries, files; reference {ref}", main_head(), main_rows(doc)))
+    _show(console, _table(f"{doc['dataset']}: against {ref}, per query", comparison_head(), comparison_rows(doc, HEADLINE)))
     for line in lexical_lines(doc, HEADLINE):
         console.print(f"lexical check: {line}")
     console.print(LEGEND, style="dim")
+    err.print(f"{doc['dataset']}: {s['total']:.1f} s ({s['passes']:.1f} s retrieval passes, {s['scoring']:.1f} s scoring, "
+              f"{s['reference_bm25']:.1f} s reference BM25, {doc['stats_seconds']:.1f} s significance tests)")
 
 
 def _print_summary(docs: list[dict[str, Any]], console) -> None:
     for metric in HEADLINE:
-        console.print(_table(f"summary: {metric} (mean over {len(docs)} datasets)", summary_head(docs), summary_rows(docs, metric)))
+        _show(console, _table(f"summary: {metric} (mean over {len(docs)} datasets)", summary_head(docs), summary_rows(docs, metric)))
     console.print(LEGEND, style="dim")
 
 

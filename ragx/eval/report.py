@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import HEADLINE, METRIC_NAMES, recall_depth
-from .stats import ALPHA
+from .stats import ALPHA, P_FLOOR
 
 BETTER, WORSE, CAPPED = "▲", "▼", "†"
 LEGEND = (f"{BETTER}/{WORSE}: significantly better/worse than the reference (paired randomization test, "
@@ -72,7 +72,8 @@ def comparison_rows(doc: dict[str, Any], metrics: tuple[str, ...] = HEADLINE) ->
 
 
 def _p(p: float) -> str:
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+    """At the randomization test's floor, say so: no resample was as extreme, the true p may be smaller."""
+    return f"≤{P_FLOOR:.4f}" if p <= P_FLOOR * (1 + 1e-9) else f"{p:.4f}"
 
 
 def lexical_lines(doc: dict[str, Any], metrics: tuple[str, ...] = HEADLINE) -> list[str]:

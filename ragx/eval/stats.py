@@ -18,6 +18,7 @@ RESAMPLES = 9999
 SEED = 0
 LEVEL = 0.95            # confidence level of the interval
 ALPHA = 0.05            # significance level of the corrected p-value
+P_FLOOR = 2 / (RESAMPLES + 1)  # the smallest two-sided p the randomization test can give
 TIE = 1e-9              # |d| at or below this is a tie (metrics are floats from trec_eval)
 METHOD = (f"paired randomization test (scipy.stats.permutation_test, {RESAMPLES} resamples, two-sided), "
           f"{int(LEVEL * 100)}% BCa bootstrap CI of the mean difference, Benjamini-Hochberg across configurations, "
