@@ -27,7 +27,9 @@ def forest(ax, doc: dict[str, Any], metric: str, title: str) -> None:
         ax.errorbar(c["diff"], y, xerr=[[c["diff"] - c["ci"][0]], [c["ci"][1] - c["diff"]]], fmt="o", color=colour,
                     ecolor=colour, capsize=3, markersize=5, markerfacecolor=colour if c["significant"] else "white")
     ax.axvline(0.0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(names)), names, fontsize="small")
+    budgets = doc.get("budgets", {})
+    labels = [f"{n} ({budgets[n]['candidates']:.0f})" if n in budgets else n for n in names]  # candidates per query
+    ax.set_yticks(range(len(names)), labels, fontsize="small")
     ax.set_title(title, fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="x", labelsize="small")
@@ -45,7 +47,7 @@ def dataset_plot(doc: dict[str, Any], path: Path) -> None:
         forest(ax, doc, metric, metric)
     for ax in list(axes.flat)[len(METRIC_NAMES):]:
         ax.set_visible(False)
-    fig.suptitle(f"{doc['dataset']} {doc.get('split') or ''}: difference from {ref} (95% CI; filled = significant)")
+    fig.suptitle(f"{doc['dataset']} {doc.get('split') or ''}: difference from {ref} (95% CI; filled = significant; candidates per query in brackets)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -99,10 +99,12 @@ def summary_head(docs: list[dict[str, Any]]) -> list[str]:
 def summary_rows(docs: list[dict[str, Any]], metric: str) -> list[list[str]]:
     """Config × dataset for one metric, with each dataset's markers, and the mean over datasets."""
     names = [n for n in docs[0]["files"]["means"] if all(n in d["files"]["means"] for d in docs)]
+    ref = (docs[0].get("comparisons") or {}).get("reference")
     rows = []
     for name in names:
         values = [d["files"]["means"][name][metric] for d in docs]
-        rows.append([name, *(cell(d, name, metric) for d in docs), f"{statistics.fmean(values):.4f}"])
+        label = f"{name} (ref)" if name == ref else name
+        rows.append([label, *(cell(d, name, metric) for d in docs), f"{statistics.fmean(values):.4f}"])
     return rows
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-RESAMPLES = 9999
+RESAMPLES = 4999
 SEED = 0
 LEVEL = 0.95            # confidence level of the interval
 ALPHA = 0.05            # significance level of the corrected p-value
