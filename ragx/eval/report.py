@@ -86,6 +86,9 @@ def lexical_lines(doc: dict[str, Any], metrics: tuple[str, ...] = HEADLINE) -> l
     for m in metrics:
         c = check["metrics"][m]
         verdict = ("BEHIND" if c["diff"] < 0 else "ahead") if c["significant"] else "no significant difference"
+        k, files = recall_depth(m), doc.get("budgets", {}).get(check["leg"], {}).get("files")
+        if k is not None and files is not None and files < k:  # the reference ranks every matching file
+            verdict += f" ({CAPPED} the leg ranks {files:.0f} files per query at its budget, the reference all that match)"
         out.append(f"{check['leg']} {m} {means[check['leg']][m]:.4f} vs {check['reference']} {means[check['reference']][m]:.4f}: "
                    f"{c['diff']:+.4f} [{c['ci'][0]:+.4f}, {c['ci'][1]:+.4f}], p (BH) {_p(c['p_adjusted'])}, "
                    f"W/T/L {c['wins']}/{c['ties']}/{c['losses']} — {verdict}")
