@@ -185,3 +185,24 @@ def test_several_datasets_in_one_run(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "base" / "one-test.json").exists() and (tmp_path / "base" / "two-test.json").exists()
     code, _, err = call(capsys, "eval", "beir", *sets, "--gate", str(tmp_path / "base"))
     assert code == 0 and "gate one: passed" in err and "gate two: passed" in err
+
+
+def test_two_legs_fill_a_budget_exactly_where_the_legs_allow():
+    from test_score import BASE, make
+
+    from ragx.eval.budget import equal_prefix, fit
+    from ragx.search.score import score
+
+    # dense ranks chunks 1, 2, 3, 4 (positions 0-3); BM25 ranks 3, 5, 6, 1 (positions 2, 4, 5, 0).
+    c = make([], [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], dense=[0, 1, 2, 3], lexical=[2, 4, 5, 0])
+    hybrid = BASE.replace(hops=0)
+    # union of the first n of both legs: n=1 -> 2 chunks, n=2 -> 4, n=3 -> 5, n=4 -> 6
+    assert [equal_prefix(c, t) for t in (2, 3, 4, 5, 6, 9)] == [1, 1, 2, 3, 4, 4]
+    for target in range(1, 7):
+        p = fit(hybrid, c, target)
+        assert len(score(c, p).order) == target, target   # filled, never exceeded
+    assert (fit(hybrid, c, 3).dense_n, fit(hybrid, c, 3).lexical_n) == (2, 1)  # one more dense seed still fits
+    assert fit(BASE.replace(lexical_n=0, hops=0), c, 3).dense_n == 3
+    graph = BASE.replace(dense_n=1, lexical_n=1, hops=1)
+    assert fit(graph, c, 5).max_frontier == 3                            # seeds {1, 3} + 3 admitted
+    assert fit(graph, c, 1).hops == 0                                    # below the seeds: a hybrid of that size
