@@ -18,7 +18,8 @@ def _config_line(c: dict[str, Any]) -> str:
     if "bm25" in c:
         return f"- `{c['name']}`: reference BM25, " + ", ".join(f"{k}={v}" for k, v in c["bm25"].items())
     params = ", ".join(f"{k}={v}" for k, v in c["params"].items())
-    return f"- `{c['name']}` (preset `{c['preset']}`, budget {c['budget']}): {params}"
+    fill = "" if c["budget"] == "own" else "; per query its seed caps (or, with hops, max_frontier) are set to fill the budget"
+    return f"- `{c['name']}` (preset `{c['preset']}`, budget {c['budget']}{fill}): {params}"
 
 
 def _run_lines(doc: dict[str, Any]) -> list[str]:
