@@ -19,7 +19,7 @@ import tomlkit
 from ragx.api import Corpus
 from ragx.config import INDEX_DIR, PROJECT_FILE
 from ragx.errors import IndexBusyError
-from ragx.eval.beir import cache_dir_for, materialise
+from ragx.eval.beir import cache_dir_for, open_collection
 from ragx.eval.queries import LabelledQuery, load_queries
 
 
@@ -28,10 +28,9 @@ def dataset_folder(dataset: dict[str, Any]) -> Path:
 
 
 def prepare(dataset: dict[str, Any], split: str, reporter=None) -> tuple[Corpus, list[LabelledQuery]]:
-    """Materialise and (incrementally) index the base build; the split's labelled queries."""
-    made = materialise(Path(dataset["data_dir"]), dataset_folder(dataset), [split])
-    corpus = Corpus.open(made.corpus_dir)
-    index_when_free(corpus, reporter)
+    """Materialise and (incrementally) index the base build, as `ragx eval beir` does; the split's labelled queries."""
+    corpus, made, _ = open_collection(Path(dataset["data_dir"]), dataset_folder(dataset), split,
+                                      index=lambda c: index_when_free(c, reporter))
     return corpus, load_queries(made.queries[split])
 
 

@@ -16,7 +16,7 @@ DATA = "ragx.data.v1"
 QUERY = "ragx.query.v1"
 FILES = "ragx.files.v1"
 INSPECT = "ragx.inspect.v1"
-EVAL = "ragx.eval.v1"
+EVAL = "ragx.eval.v2"  # v2: {"datasets": [per-dataset documents], "summary", "reference"}
 DOCTOR = "ragx.doctor.v1"
 ERROR = "ragx.error.v1"
 

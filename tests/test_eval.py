@@ -47,10 +47,11 @@ def corpus(tmp_path):
 def test_eval_json_reports_every_config_and_metric(corpus, capsys, tmp_path):
     root, q = corpus
     code, out, err = call(capsys, "eval", str(q), "--root", str(root), "--json", "-c", "dense", "-c", "deep=graph,hops=3", "--report", str(tmp_path / "rep"))
-    doc = json.loads(out)
-    assert code == 0 and doc["schema"] == "ragx.eval.v1"
+    full = json.loads(out)
+    assert code == 0 and full["schema"] == "ragx.eval.v2" and len(full["datasets"]) == 1
+    doc = full["datasets"][0]
     assert list(doc["files"]["means"]) == ["dense", "deep"]
-    assert set(doc["files"]["means"]["dense"]) == {"nDCG@10", "R@10", "R@100", "MRR@10", "MAP@100"}
+    assert set(doc["files"]["means"]["dense"]) == {"nDCG@10", "R@5", "R@10", "R@100", "MRR@10", "MAP@100"}
     assert set(doc["files"]["per_query"]["deep"]) == {"a", "b", "c"}
     assert doc["chunks"] is not None and set(doc["chunks"]["per_query"]["dense"]) == {"a", "b", "c"}
     assert doc["files"]["means"]["dense"]["nDCG@10"] > 0.3

@@ -24,14 +24,17 @@ SPECS = [
     "graph",
     "a=graph,hops=1,decay=0.9,query_floor=0.1",
     "b=graph,hops=3,max_frontier=5,rrf_k=5,dense_n=7,lexical_n=3",
-    "c=hybrid,heat_weight=1,dense_weight=0,lexical_weight=0,file_chunks=3",
-    "d=bm25",
-    "e=dense,dense_n=30",
+    "c=hybrid,heat_weight=1,dense_weight=0,lexical_weight=0,file_chunks=3,budget=own",  # the offline re-scorer applies Params only
+    "d=bm25,budget=own",
+    "e=dense,dense_n=30,budget=own",
 ]
 
 
 @pytest.fixture
-def setup(tmp_path, monkeypatch, fake_model):
+def setup(tmp_path, monkeypatch):
+    import ragx.models.registry as registry
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
     root = tmp_path / "corpus"
     root.mkdir()
     make_corpus(root, n_per_topic=10)

@@ -1,93 +1,171 @@
-"""`ragx eval`: labelled queries over the corpus, several pipeline configurations side by side.
+"""`ragx eval`: labelled queries over the corpus, several pipeline configurations side by side, each
+compared per query with a reference configuration.
 
-    ragx eval QUERIES.jsonl [--config ...]             over the current corpus
-    ragx eval beir DATA_DIR [--split test] [...]       a BEIR folder: materialised, indexed (cached), evaluated
+    ragx eval QUERIES.jsonl [--config ...]                       over the current corpus
+    ragx eval beir DATA_DIR [DATA_DIR ...] [--split test] [...]   BEIR folders: materialised, indexed (cached),
+                                                                  evaluated, one summary across them
 """
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import schemas
-from ..api import Corpus
 from ..errors import UsageError
 from ..eval.gate import DEFAULT_TOLERANCE, check, read_baseline, write_baseline
-from ..eval.metrics import METRIC_NAMES
-from ..eval.report import git_commit, table_rows, write_report
+from ..eval.metrics import HEADLINE
+from ..eval.report import (LEGEND, comparison_head, comparison_rows, git_commit, lexical_lines, main_head, main_rows,
+                           summary_head, summary_rows)
 from .app import JsonOpt, RootOpt, app, emit_json, err, invocation, out
 from .index_cmd import RichReporter
+
+CONFIG_HELP = ("name=preset,key=value,... (repeatable). Presets: dense, bm25, hybrid, graph, full, bm25-ref; "
+               "budget=graph|N|own sets the candidates per query (dense, bm25 and hybrid default to graph's). "
+               "Default: dense, bm25, bm25-ref, hybrid, hybrid-wide, graph.")
 
 
 @app.command("eval")
 def eval_command(
-    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR", show_default=False)],
+    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR [DATA_DIR ...]", show_default=False)],
     root: RootOpt = None,
     split: Annotated[str, typer.Option("--split", help="BEIR split to evaluate (beir mode).")] = "test",
-    cache: Annotated[Optional[Path], typer.Option("--cache", help="Where beir mode keeps the folder and its index.")] = None,
-    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", help="name=preset,key=value,... (repeatable); presets: dense, bm25, hybrid, graph, full. Default: dense, bm25, hybrid, graph.")] = None,
+    cache: Annotated[Optional[Path], typer.Option("--cache", help="Where beir mode keeps the folder and its index (one DATA_DIR only).")] = None,
+    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference", help="Configuration the others are tested against (default: hybrid, the plain hybrid at equal budget).")] = None,
     json_out: JsonOpt = False,
-    report: Annotated[Optional[Path], typer.Option("--report", help="Write <dataset>-<split>.md and .png into this folder (e.g. reports).")] = None,
-    gate: Annotated[Optional[Path], typer.Option("--gate", help="Baseline JSON: exit 1 if a metric drops by more than the tolerance.")] = None,
+    report: Annotated[Optional[Path], typer.Option("--report", help="Write <dataset>-<split>.md and .png (and summary-<split>.md with several datasets) into this folder.")] = None,
+    gate: Annotated[Optional[Path], typer.Option("--gate", help="Baseline JSON (a folder of <dataset>-<split>.json with several datasets): exit 1 if a metric drops by more than the tolerance.")] = None,
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help=f"Gate tolerance (default: the baseline's, else {DEFAULT_TOLERANCE}).")] = None,
-    write_baseline_to: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record this run's means as a baseline file.")] = None,
+    write_baseline_to: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record this run's means as a baseline file (a folder with several datasets).")] = None,
 ) -> None:
-    """Evaluate retrieval (nDCG@10, R@10, R@100, MRR@10, MAP@100) for several configurations in one run."""
+    """Evaluate retrieval (nDCG@10, R@5, R@10, R@100, MRR@10, MAP@100) for several configurations in one run,
+    with candidates scored per query and paired significance tests against a reference configuration."""
+    from ..eval.suite import document, evaluate_dataset
+
     command = shlex.join(["ragx", *invocation])
-    if target[0] == "beir":
-        if len(target) != 2:
-            raise UsageError("usage: ragx eval beir DATA_DIR [--split SPLIT]")
-        from ..eval.beir import cache_dir_for, materialise
+    commit = git_commit()
+    docs = []
+    for corpus, queries, dataset, split_name in _datasets(target, root, split, cache):
+        meta = {"dataset": dataset, "split": split_name, "command": command, "commit": commit}
+        columns = (TextColumn(f"evaluating {dataset}"), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task("eval", total=None)
+            doc = evaluate_dataset(corpus, queries, config, reference, meta, progress=lambda n: progress.advance(task, n))
+        _print_dataset(doc, err if json_out else out)
+        docs.append(doc)
+    if len(docs) > 1:
+        _print_summary(docs, err if json_out else out)
+    _write_reports(docs, report, command)
+    code = _baselines_and_gates(docs, gate, write_baseline_to, tolerance, command)
+    if json_out:
+        emit_json(schemas.EVAL, document(docs, command, commit))
+    raise typer.Exit(code)
 
-        data_dir = Path(target[1])
-        folder = cache or cache_dir_for(data_dir)
-        made = materialise(data_dir, folder, [split])
-        err.print(f"{made.documents} documents in {made.corpus_dir} ({made.written} written)")
-        corpus = Corpus.open(made.corpus_dir)
-        report_ = corpus.index(reporter=RichReporter())
-        err.print(f"index: {report_.chunks} chunks, {report_.embedded_chunks} embedded now, {report_.seconds:.1f} s")
-        queries, dataset = made.queries[split], data_dir.resolve().name
-    else:
+
+def _datasets(target: list[str], root, split: str, cache: Path | None):
+    """(corpus, queries file, dataset name, split) for each collection named on the command line, lazily."""
+    if target[0] != "beir":
         if len(target) != 1:
-            raise UsageError("usage: ragx eval QUERIES.jsonl (or: ragx eval beir DATA_DIR)")
+            raise UsageError("usage: ragx eval QUERIES.jsonl (or: ragx eval beir DATA_DIR [DATA_DIR ...])")
+        from ..api import Corpus
+
         corpus = Corpus.open(root, need_index=True)
-        queries, dataset, split = Path(target[0]), corpus.root.name, Path(target[0]).stem
+        yield corpus, Path(target[0]), corpus.root.name, Path(target[0]).stem
+        return
+    dirs = [Path(t) for t in target[1:]]
+    if not dirs:
+        raise UsageError("usage: ragx eval beir DATA_DIR [DATA_DIR ...] [--split SPLIT]")
+    if cache is not None and len(dirs) > 1:
+        raise UsageError("--cache names one collection's folder: give one DATA_DIR with it")
+    names = [d.resolve().name for d in dirs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two DATA_DIRs share a name ({', '.join(names)}): reports and baselines are named after it")
+    from ..eval.beir import cache_dir_for, open_collection
 
-    columns = (TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("eval", total=None)
-        doc = corpus.evaluate(queries, config, progress=lambda n: progress.advance(task, n))
-    doc |= {"dataset": dataset, "split": split, "command": command, "commit": git_commit()}
+    for data_dir in dirs:
+        corpus, made, index_report = open_collection(data_dir, cache or cache_dir_for(data_dir), split, reporter=RichReporter())
+        err.print(f"{data_dir.resolve().name}: {made.documents} documents in {made.corpus_dir} ({made.written} written); "
+                  f"index: {index_report.chunks} chunks, {index_report.embedded_chunks} embedded now, {index_report.seconds:.1f} s")
+        yield corpus, made.queries[split], data_dir.resolve().name, split
 
-    table = Table(title=f"{dataset} {split}: {doc['n_queries']} queries, files", title_justify="left")
-    table.add_column("config")
-    for m in METRIC_NAMES:
-        table.add_column(m, justify="right")
-    for row in table_rows(doc["files"]["means"]):
+
+def _table(title: str, head: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i == 0 or h == "metric" else "right")
+    for row in rows:
         table.add_row(*row)
-    (err if json_out else out).print(table)
+    return table
 
-    if report is not None:
-        md, png = write_report(doc, report, f"{dataset}-{split}")
+
+def _show(console, table: Table) -> None:
+    """Never cut a figure to fit a narrow (or absent) terminal: let the line run long instead."""
+    from rich.measure import Measurement
+
+    wanted = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    width = console.width
+    console.width = max(width, wanted)  # print(width=...) alone is capped at the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def _print_dataset(doc: dict[str, Any], console) -> None:
+    ref, s = doc["comparisons"]["reference"], doc["seconds"]
+    _show(console, _table(f"{doc['dataset']} {doc['split']}: {doc['n_queries']} queries, files; reference {ref}", main_head(), main_rows(doc)))
+    _show(console, _table(f"{doc['dataset']}: against {ref}, per query", comparison_head(), comparison_rows(doc, HEADLINE)))
+    for line in lexical_lines(doc, HEADLINE):
+        console.print(f"lexical check: {line}")
+    console.print(LEGEND, style="dim")
+    err.print(f"{doc['dataset']}: {s['total']:.1f} s ({s['passes']:.1f} s retrieval passes, {s['scoring']:.1f} s scoring, "
+              f"{s['reference_bm25']:.1f} s reference BM25, {doc['stats_seconds']:.1f} s significance tests)")
+
+
+def _print_summary(docs: list[dict[str, Any]], console) -> None:
+    for metric in HEADLINE:
+        _show(console, _table(f"summary: {metric} (mean over {len(docs)} datasets)", summary_head(docs), summary_rows(docs, metric)))
+    console.print(LEGEND, style="dim")
+
+
+def _write_reports(docs: list[dict[str, Any]], folder: Path | None, command: str) -> None:
+    if folder is None:
+        return
+    from ..eval.markdown import write_report, write_summary
+
+    for doc in docs:
+        md, png = write_report(doc, folder, f"{doc['dataset']}-{doc['split']}")
         err.print(f"wrote {md} and {png}")
-    if write_baseline_to is not None:
-        write_baseline(write_baseline_to, dataset, split, doc["files"]["means"], tolerance or DEFAULT_TOLERANCE, command)
-        err.print(f"wrote baseline {write_baseline_to}")
+    if len(docs) > 1:
+        md, png = write_summary(docs, folder, f"summary-{docs[0]['split']}", command)
+        err.print(f"wrote {md} and {png}")
+
+
+def _baselines_and_gates(docs, gate: Path | None, write_to: Path | None, tolerance: float | None, command: str) -> int:
+    from ..eval.suite import per_dataset_path
+
     code = 0
-    if gate is not None:
-        result = check(read_baseline(gate), doc["files"]["means"], tolerance)
-        doc["gate"] = {"baseline": str(gate), "passed": result.passed, "tolerance": result.tolerance, "rows": result.rows}
+    for doc in docs:
+        means, dataset, split = doc["files"]["means"], doc["dataset"], doc["split"]
+        if write_to is not None:
+            path = per_dataset_path(write_to, dataset, split, len(docs), "--write-baseline")
+            write_baseline(path, dataset, split, means, tolerance or DEFAULT_TOLERANCE, command, doc.get("budgets"))
+            err.print(f"wrote baseline {path}")
+        if gate is None:
+            continue
+        path = per_dataset_path(gate, dataset, split, len(docs), "--gate")
+        result = check(read_baseline(path), means, tolerance)
+        doc["gate"] = {"baseline": str(path), "passed": result.passed, "tolerance": result.tolerance, "rows": result.rows}
         for r in result.rows:
             if not r["ok"]:
                 current = "missing" if r["current"] is None else f"{r['current']:.4f}"
-                err.print(f"[red]gate: {r['config']} {r['metric']} {current} < baseline {r['baseline']:.4f} - {result.tolerance}[/]")
-        err.print(f"gate {'passed' if result.passed else 'FAILED'} ({len(result.rows)} checks, tolerance {result.tolerance})")
-        code = 0 if result.passed else 1
-    if json_out:
-        emit_json(schemas.EVAL, doc)
-    raise typer.Exit(code)
+                err.print(f"[red]gate {dataset}: {r['config']} {r['metric']} {current} < baseline {r['baseline']:.4f} - {result.tolerance}[/]")
+        err.print(f"gate {dataset}: {'passed' if result.passed else 'FAILED'} ({len(result.rows)} checks, tolerance {result.tolerance})")
+        code = code or (0 if result.passed else 1)
+    return code

@@ -1,6 +1,7 @@
 """The regression gate: a fresh eval's means against baselines recorded in the repo.
 
-A baseline file holds `{"dataset", "split", "tolerance", "metrics": {config: {metric: value}}}`.
+A baseline file holds `{"dataset", "split", "tolerance", "metrics": {config: {metric: value}}}` (and, from
+ragx.eval.v2 on, "candidates": {config: mean candidates per query}, informational; older files read the same).
 The gate fails when any recorded metric drops by more than the tolerance (absolute).
 """
 
@@ -47,7 +48,8 @@ def check(baseline: dict[str, Any], means: dict[str, dict[str, float]], toleranc
     return GateResult(all(r["ok"] for r in rows), tol, rows)
 
 
-def write_baseline(path: Path, dataset: str, split: str | None, means: dict[str, dict[str, float]], tolerance: float, command: str) -> None:
+def write_baseline(path: Path, dataset: str, split: str | None, means: dict[str, dict[str, float]], tolerance: float,
+                   command: str, budgets: dict[str, dict[str, Any]] | None = None) -> None:
     doc = {
         "dataset": dataset,
         "split": split,
@@ -55,5 +57,7 @@ def write_baseline(path: Path, dataset: str, split: str | None, means: dict[str,
         "command": command,
         "metrics": {c: {m: round(v, 6) for m, v in ms.items()} for c, ms in means.items()},
     }
+    if budgets:  # for the reader: what each configuration scored per query when the baseline was taken
+        doc["candidates"] = {c: round(b["candidates"], 1) for c, b in budgets.items()}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

@@ -5,8 +5,14 @@ from __future__ import annotations
 import ir_measures
 from ir_measures import AP, RR, R, nDCG
 
-MEASURES = {"nDCG@10": nDCG @ 10, "R@10": R @ 10, "R@100": R @ 100, "MRR@10": RR @ 10, "MAP@100": AP @ 100}
+MEASURES = {"nDCG@10": nDCG @ 10, "R@5": R @ 5, "R@10": R @ 10, "R@100": R @ 100, "MRR@10": RR @ 10, "MAP@100": AP @ 100}
 METRIC_NAMES = tuple(MEASURES)
+HEADLINE = ("nDCG@10", "R@10", "R@100", "MRR@10")  # the console's comparison table and summary
+
+
+def recall_depth(metric: str) -> int | None:
+    """k of a recall metric (R@k), else None: R@k beyond a config's candidates is capped by them."""
+    return int(metric[2:]) if metric.startswith("R@") else None
 
 
 def evaluate(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:

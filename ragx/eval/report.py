@@ -1,22 +1,119 @@
-"""Human views of an eval run: a rich table, a markdown report and a bar plot."""
+"""Human views of an eval run: tables (one set of rows for the console and the markdown report),
+markdown reports, and plots of differences against the reference with their confidence intervals.
+
+Markers, everywhere: ▲/▼ = significantly better/worse than the reference (paired randomization
+test, Benjamini-Hochberg-corrected p < 0.05); † = R@k with k above the configuration's mean number of
+files ranked per query (its recall there is capped by its candidates, not measured at k).
+"""
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from .metrics import METRIC_NAMES
+from .metrics import HEADLINE, METRIC_NAMES, recall_depth
+from .stats import ALPHA, P_FLOOR
+
+BETTER, WORSE, CAPPED = "▲", "▼", "†"
+LEGEND = (f"{BETTER}/{WORSE}: significantly better/worse than the reference (paired randomization test, "
+          f"Benjamini-Hochberg p < {ALPHA}); {CAPPED}: R@k with k above the mean files the configuration ranks "
+          "(capped by its candidate budget); cand.: candidates scored per query (chunks; files for bm25-ref)")
 
 
-def table_rows(means: dict[str, dict[str, float]]) -> list[list[str]]:
-    return [[name, *(f"{m[k]:.4f}" for k in METRIC_NAMES)] for name, m in means.items()]
+def _comparison(doc: dict[str, Any], config: str, metric: str) -> dict[str, Any] | None:
+    comps = (doc.get("comparisons") or {}).get("configs", {})
+    return comps.get(config, {}).get(metric)
 
 
-def markdown_table(means: dict[str, dict[str, float]]) -> str:
-    head = "| config | " + " | ".join(METRIC_NAMES) + " |"
-    rule = "|---|" + "---:|" * len(METRIC_NAMES)
-    return "\n".join([head, rule, *("| " + " | ".join(r) + " |" for r in table_rows(means))])
+def marker(doc: dict[str, Any], config: str, metric: str) -> str:
+    out = ""
+    comp = _comparison(doc, config, metric)
+    if comp and comp["significant"]:
+        out += BETTER if comp["diff"] > 0 else WORSE
+    k = recall_depth(metric)
+    budgets = doc.get("budgets", {}).get(config)
+    if k is not None and budgets is not None and budgets["files"] < k:
+        out += CAPPED
+    return out
+
+
+def cell(doc: dict[str, Any], config: str, metric: str) -> str:
+    return f"{doc['files']['means'][config][metric]:.4f}{marker(doc, config, metric)}"
+
+
+def main_head() -> list[str]:
+    return ["config", "cand.", "files", *METRIC_NAMES]
+
+
+def main_rows(doc: dict[str, Any]) -> list[list[str]]:
+    ref = (doc.get("comparisons") or {}).get("reference")
+    rows = []
+    for name in doc["files"]["means"]:
+        b = doc.get("budgets", {}).get(name, {})
+        label = f"{name} (ref)" if name == ref else name
+        rows.append([label, f"{b.get('candidates', 0):.1f}", f"{b.get('files', 0):.1f}", *(cell(doc, name, m) for m in METRIC_NAMES)])
+    return rows
+
+
+def comparison_head() -> list[str]:
+    return ["config", "metric", "Δ vs ref", "95% CI", "p", "p (BH)", "W/T/L"]
+
+
+def comparison_rows(doc: dict[str, Any], metrics: tuple[str, ...] = HEADLINE) -> list[list[str]]:
+    rows = []
+    for name, by_metric in (doc.get("comparisons") or {}).get("configs", {}).items():
+        for m in metrics:
+            c = by_metric[m]
+            rows.append([name, m, f"{c['diff']:+.4f}{marker(doc, name, m)}", f"[{c['ci'][0]:+.4f}, {c['ci'][1]:+.4f}]",
+                         _p(c["p"]), _p(c["p_adjusted"]), f"{c['wins']}/{c['ties']}/{c['losses']}"])
+    return rows
+
+
+def _p(p: float) -> str:
+    """At the randomization test's floor, say so: no resample was as extreme, the true p may be smaller."""
+    return f"≤{P_FLOOR:.4f}" if p <= P_FLOOR * (1 + 1e-9) else f"{p:.4f}"
+
+
+def lexical_lines(doc: dict[str, Any], metrics: tuple[str, ...] = HEADLINE) -> list[str]:
+    """One sentence per metric: where ragx's lexical leg stands against the reference BM25."""
+    check = doc.get("lexical_check")
+    if not check:
+        return []
+    means = doc["files"]["means"]
+    out = []
+    for m in metrics:
+        c = check["metrics"][m]
+        verdict = ("BEHIND" if c["diff"] < 0 else "ahead") if c["significant"] else "no significant difference"
+        k, files = recall_depth(m), doc.get("budgets", {}).get(check["leg"], {}).get("files")
+        if k is not None and files is not None and files < k:  # the reference ranks every matching file
+            verdict += f" ({CAPPED} the leg ranks {files:.0f} files per query at its budget, the reference all that match)"
+        out.append(f"{check['leg']} {m} {means[check['leg']][m]:.4f} vs {check['reference']} {means[check['reference']][m]:.4f}: "
+                   f"{c['diff']:+.4f} [{c['ci'][0]:+.4f}, {c['ci'][1]:+.4f}], p (BH) {_p(c['p_adjusted'])}, "
+                   f"W/T/L {c['wins']}/{c['ties']}/{c['losses']} — {verdict}")
+    return out
+
+
+def summary_head(docs: list[dict[str, Any]]) -> list[str]:
+    return ["config", *(d["dataset"] for d in docs), "mean"]
+
+
+def summary_rows(docs: list[dict[str, Any]], metric: str) -> list[list[str]]:
+    """Config × dataset for one metric, with each dataset's markers, and the mean over datasets."""
+    names = [n for n in docs[0]["files"]["means"] if all(n in d["files"]["means"] for d in docs)]
+    ref = (docs[0].get("comparisons") or {}).get("reference")
+    rows = []
+    for name in names:
+        values = [d["files"]["means"][name][metric] for d in docs]
+        label = f"{name} (ref)" if name == ref else name
+        rows.append([label, *(cell(d, name, metric) for d in docs), f"{statistics.fmean(values):.4f}"])
+    return rows
+
+
+def markdown_table(head: list[str], rows: list[list[str]]) -> str:
+    rule = "|---|" + "---:|" * (len(head) - 1)
+    return "\n".join(["| " + " | ".join(head) + " |", rule, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
 def git_commit(cwd: Path | None = None) -> str:
@@ -26,60 +123,3 @@ def git_commit(cwd: Path | None = None) -> str:
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-def write_report(doc: dict[str, Any], folder: Path, stem: str) -> tuple[Path, Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    md, png = folder / f"{stem}.md", folder / f"{stem}.png"
-    lines = [
-        f"# {doc['dataset']} — {doc.get('split') or 'queries'}",
-        "",
-        f"{doc['n_queries']} queries over {doc['n_files']} files ({doc['n_chunks']} chunks); file-level ranking "
-        f"(`--files-only`), depth {doc['depth']}.",
-        "",
-        markdown_table(doc["files"]["means"]),
-        "",
-    ]
-    if doc.get("chunks"):
-        lines += ["Chunk level (labels on line ranges):", "", markdown_table(doc["chunks"]["means"]), ""]
-    lines += [
-        "Configurations:",
-        "",
-        *(f"- `{c['name']}` (preset `{c['preset']}`): " + ", ".join(f"{k}={v}" for k, v in c["params"].items()) for c in doc["configs"]),
-        "",
-        f"- command: `{doc['command']}`",
-        f"- commit: `{doc['commit']}`; index model: `{doc['model']}`",
-        f"- machine: {doc['machine']['cpus']} CPUs, Python {doc['machine']['python']}, {doc['machine']['platform']}",
-        f"- time: {doc['seconds']['total']:.1f} s ({doc['seconds']['passes']:.1f} s retrieval passes, "
-        f"{doc['seconds']['scoring']:.2f} s scoring for all configurations)",
-        "",
-        f"![{doc['dataset']}]({png.name})",
-        "",
-    ]
-    md.write_text("\n".join(lines), encoding="utf-8")
-    plot(doc["files"]["means"], png, f"{doc['dataset']} {doc.get('split') or ''} (files)")
-    return md, png
-
-
-def plot(means: dict[str, dict[str, float]], path: Path, title: str) -> None:
-    """One bar group per metric, one bar per configuration."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    names = list(means)
-    x = np.arange(len(METRIC_NAMES))
-    width = 0.8 / max(len(names), 1)
-    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
-    for i, name in enumerate(names):
-        ax.bar(x + (i - (len(names) - 1) / 2) * width, [means[name][m] for m in METRIC_NAMES], width, label=name)
-    ax.set_xticks(x, METRIC_NAMES)
-    ax.set_ylim(0, 1)
-    ax.set_title(title)
-    ax.legend(ncols=min(len(names), 5), fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

@@ -1,0 +1,90 @@
+"""Candidate budgets: how many chunks a configuration scores for one query, and the Params that fill it.
+
+A budgeted configuration gets, per query, Params whose candidate set is as large as the budget allows
+and no larger: a single leg takes `budget` seeds; two legs (hybrid) take the longest equal prefixes
+whose union fits (plus one more dense seed when that still fits); a graph keeps its seeds and lets
+the hops admit the rest. Everything goes through the ordinary Params, so a budgeted configuration
+scores exactly what `ragx query` would with those numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..search.candidates import Candidates, PassCaps
+from ..search.params import Params
+from .presets import BUDGET_SOURCE, EvalConfig
+
+
+def source_params(cfg: EvalConfig) -> Params | None:
+    """The Params whose admitted candidates set this config's budget (budget=graph), else None."""
+    return cfg.source if cfg.budget == BUDGET_SOURCE else None
+
+
+def most_admitted(p: Params) -> int:
+    """An upper bound on the candidates `p` can admit for one query (one dense variant)."""
+    return p.dense_n + p.lexical_n + p.hops * p.max_frontier
+
+
+def bound(cfg: EvalConfig) -> int | None:
+    if cfg.budget is None:
+        return None
+    return int(cfg.budget) if isinstance(cfg.budget, int) else most_admitted(cfg.source)
+
+
+def pass_caps(configs: list[EvalConfig]) -> PassCaps:
+    """One pass wide enough for every configuration, its budget, and the budget's source."""
+    needs: list[Params] = []
+    for cfg in configs:
+        p, most = cfg.params, bound(cfg)
+        if most is not None and p.hops == 0:  # budgeted legs may need up to `most` seeds each
+            p = p.replace(dense_n=most if p.dense_n > 0 else 0, lexical_n=most if p.lexical_n > 0 else 0)
+        needs.append(p)
+        if source_params(cfg) is not None:
+            needs.append(cfg.source)
+    return PassCaps(
+        dense_n=max(p.dense_n for p in needs),
+        lexical_n=max(p.lexical_n for p in needs),
+        hops=max(p.hops for p in needs),
+        query_floor=min(p.query_floor for p in needs),
+    )
+
+
+def fit(p: Params, c: Candidates, target: int) -> Params:
+    """`p` with its caps set so that this query's candidates fill `target` without exceeding it."""
+    target = max(int(target), 0)
+    if p.hops > 0:
+        seeds = union_size(c, p.dense_n, p.lexical_n)
+        if seeds >= target:  # the budget does not even cover the seeds: a hybrid of that size
+            return fit(p.replace(hops=0), c, target)
+        return p.replace(max_frontier=(target - seeds) // p.hops)
+    if p.dense_n > 0 and p.lexical_n > 0:
+        n = equal_prefix(c, target)
+        if union_size(c, n + 1, n) <= target:
+            return p.replace(dense_n=n + 1, lexical_n=n)
+        return p.replace(dense_n=n, lexical_n=n)
+    if p.dense_n > 0:
+        return p.replace(dense_n=target)
+    return p.replace(lexical_n=target)
+
+
+def union_size(c: Candidates, dense_n: int, lexical_n: int) -> int:
+    legs = [ids[:dense_n] for ids in c.dense_ids] + [c.lexical_ids[:lexical_n]]
+    return int(np.unique(np.concatenate([*legs, np.empty(0, np.int64)])).size)
+
+
+def equal_prefix(c: Candidates, target: int) -> int:
+    """The largest n such that the first n of every leg together hold at most `target` chunks."""
+    legs = [*c.dense_ids, c.lexical_ids]
+    ids = np.concatenate([*legs, np.empty(0, np.int64)])
+    if ids.size == 0:
+        return target
+    ranks = np.concatenate([np.arange(len(leg)) for leg in legs])
+    by_rank = np.argsort(ranks, kind="stable")
+    _, first = np.unique(ids[by_rank], return_index=True)
+    first_rank = np.sort(ranks[by_rank][first])   # the rank at which each chunk first enters
+    # union(n) = #chunks entering at rank < n; it is non-decreasing in n, so the answer is where it
+    # passes `target`: one below the rank of the (target+1)-th chunk, or every rank when it never does.
+    if len(first_rank) <= target:
+        return max(len(leg) for leg in legs)
+    return int(first_rank[target])

@@ -1,0 +1,208 @@
+"""The honest harness: equal candidate budgets, paired significance against a reference, the reference
+BM25 and several datasets in one run. Real retrieval on a small corpus (hash embedder), real statistics."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from cli_runner import call
+from fakes import TOPICS, HashEmbedder, make_corpus
+
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.eval import runner
+from ragx.eval.presets import parse_config
+from ragx.eval.queries import load_queries
+from ragx.eval.reference import ReferenceIndex
+from ragx.eval.presets import ReferenceBM25
+from ragx.eval.report import CAPPED, WORSE, marker
+from ragx.eval.stats import paired
+from ragx.index.build import run_index
+from ragx.search.score import Ranking
+
+BROKEN_RRF_K = 77.0  # a configuration with this rrf_k gets the broken scoring below
+
+
+@pytest.fixture(autouse=True)
+def fake_model(monkeypatch):
+    import ragx.models.registry as registry
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+
+def topic_queries(n_per_topic: int, per_topic: int = 8) -> list[dict]:
+    """Queries of three topic words; every file of that topic is relevant."""
+    rng = random.Random(11)
+    out = []
+    for topic, words in TOPICS.items():
+        w = words.split()
+        for i in range(per_topic):
+            out.append({"id": f"{topic}-{i}", "query": " ".join(rng.sample(w, 3)),
+                        "relevant_files": [f"{topic}-{j}.md" for j in range(n_per_topic)]})
+    return out
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    make_corpus(root, n_per_topic=10)
+    run_index(root, load_settings(root), HashEmbedder())
+    q = tmp_path / "queries.jsonl"
+    q.write_text("\n".join(json.dumps(x) for x in topic_queries(10)) + "\n")
+    return root, q
+
+
+def run_json(capsys, *args):
+    code, out, err = call(capsys, "eval", *args, "--json")
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_a_broken_scoring_change_is_significantly_worse_and_a_no_op_is_not(corpus, capsys, monkeypatch):
+    real_score = runner.score
+
+    def broken(c, p):  # the deliberate bug: every score's sign flipped, so the ranking is reversed
+        r = real_score(c, p)
+        if p.rrf_k != BROKEN_RRF_K:
+            return r
+        return Ranking(r.order[::-1].copy(), -r.score, r.fused, r.trace, r.reranked)
+
+    monkeypatch.setattr(runner, "score", broken)
+    root, q = corpus
+    full, err = run_json(capsys, str(q), "--root", str(root), "-c", "hybrid", "-c", f"broken=hybrid,rrf_k={BROKEN_RRF_K}",
+                         "-c", "same=hybrid")
+    doc = full["datasets"][0]
+    comps = doc["comparisons"]
+    assert comps["reference"] == "hybrid" and set(comps["configs"]) == {"broken", "same"}
+    n = doc["n_queries"]
+    bad = comps["configs"]["broken"]["nDCG@10"]
+    assert bad["significant"] and bad["diff"] < 0 and bad["ci"][1] < 0 and bad["p_adjusted"] < 0.01
+    # Ties are queries whose every candidate file is relevant: reversing their order changes nothing.
+    assert bad["wins"] == 0 and bad["losses"] >= 8 and bad["wins"] + bad["ties"] + bad["losses"] == n
+    assert marker(doc, "broken", "nDCG@10").startswith(WORSE) and WORSE in err
+    for metric, same in comps["configs"]["same"].items():
+        assert same["p"] == 1.0 and same["p_adjusted"] == 1.0 and not same["significant"], metric
+        assert (same["wins"], same["ties"], same["losses"]) == (0, n, 0) and same["diff"] == 0 and same["ci"] == [0, 0], metric
+
+
+def test_paired_test_and_interval_follow_the_data():
+    rng = np.random.default_rng(3)
+    ref = rng.uniform(0, 1, 60)
+    better = paired(np.clip(ref + 0.1 + rng.normal(0, 0.05, 60), 0, 1), ref)
+    assert better.p < 0.001 and better.ci[0] > 0 and better.wins > 50
+    noise = paired(ref + rng.normal(0, 0.1, 60), ref)
+    assert noise.p > 0.05 and noise.ci[0] < 0 < noise.ci[1]
+    tiny = paired(np.array([1.0, 1.0, 1.0]), np.array([0.0, 0.0, 0.0]))
+    assert tiny.p == pytest.approx(0.25)  # 3 queries: the exact test's smallest two-sided p is 2/8
+
+
+def test_equal_budgets_are_filled_per_query(corpus):
+    root, q = corpus
+    c = Corpus(root)
+    specs = ["dense", "bm25", "hybrid", "graph", "fixed=hybrid,budget=12", "own=hybrid,budget=own", "g12=graph,budget=12"]
+    configs = [parse_config(s, c.settings.search) for s in specs]
+    result = runner.run_eval(c.searcher, load_queries(q), configs)
+    cands = result.candidates
+    for qid, graph in cands["graph"].items():
+        assert cands["dense"][qid] == graph and cands["hybrid"][qid] == graph, qid
+        assert 0 < cands["bm25"][qid] <= graph  # the lexical leg fills only as far as the query's words match
+        assert cands["fixed"][qid] == 12 and 0 < cands["g12"][qid] <= 12
+        assert cands["own"][qid] <= c.settings.search.dense_n + c.settings.search.lexical_n
+    assert max(cands["graph"].values()) > 40  # the graph admits more than its 20 + 20 seeds
+    budgets = result.budgets()
+    assert budgets["hybrid"]["candidates"] == budgets["graph"]["candidates"]
+    assert budgets["fixed"]["files"] <= 12
+
+
+def test_recall_beyond_the_budget_is_flagged(corpus, capsys, tmp_path):
+    root, q = corpus
+    full, _ = run_json(capsys, str(q), "--root", str(root), "-c", "hybrid", "-c", "tight=hybrid,budget=3", "--report", str(tmp_path / "rep"))
+    doc = full["datasets"][0]
+    assert doc["budgets"]["tight"]["files"] <= 3
+    assert all(CAPPED in marker(doc, "tight", m) for m in ("R@5", "R@10", "R@100"))
+    assert CAPPED not in marker(doc, "hybrid", "R@5") and CAPPED in marker(doc, "hybrid", "R@100")  # 31 files in all
+    md = (tmp_path / "rep" / "corpus-queries.md").read_text()
+    assert f"{CAPPED}" in md and "| tight |" in md and "W/T/L" in md
+
+
+def test_default_run_has_the_wide_hybrid_and_the_reference_bm25(corpus, capsys):
+    root, q = corpus
+    full, err = run_json(capsys, str(q), "--root", str(root))
+    doc = full["datasets"][0]
+    assert list(doc["files"]["means"]) == ["dense", "bm25", "bm25-ref", "hybrid", "hybrid-wide", "graph"]
+    assert full["reference"] == "hybrid" and "hybrid" not in doc["comparisons"]["configs"]
+    assert doc["files"]["means"]["bm25-ref"]["nDCG@10"] > 0.5
+    assert doc["budgets"]["bm25-ref"]["unit"] == "files"
+    check = doc["lexical_check"]
+    assert check["leg"] == "bm25" and set(check["metrics"]["nDCG@10"]) >= {"diff", "ci", "p", "p_adjusted", "wins", "ties", "losses"}
+    assert "lexical check: bm25 nDCG@10" in err
+
+
+def test_reference_bm25_stems_and_drops_stopwords(tmp_path):
+    (tmp_path / "a.md").write_text("The dog runs in the park.\n")
+    (tmp_path / "b.md").write_text("A cat sleeps on the sofa.\n")
+    (tmp_path / "c.md").write_text("Nothing of the sort.\n")
+    index = ReferenceIndex(tmp_path, ["c.md", "b.md", "a.md"])
+    (run, matched), (none, zero) = index.rank(["running dogs", "the of"], ReferenceBM25(), 10)
+    assert list(run) == ["a.md"] and matched == 1  # "running" ~ "runs", "dogs" ~ "dog"
+    assert none == {} and zero == 0                   # only stopwords: nothing matches
+
+
+def test_unknown_reference_is_a_usage_error(corpus, capsys):
+    root, q = corpus
+    code, _, err = call(capsys, "eval", str(q), "--root", str(root), "-c", "dense", "--reference", "nope")
+    assert code == 2 and "--reference 'nope'" in err
+
+
+def beir_folder(path, words: dict[str, str]):
+    (path / "qrels").mkdir(parents=True)
+    (path / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in words.items()) + "\n")
+    queries = [{"_id": f"q{i}", "text": v.split()[0] + " " + v.split()[1]} for i, v in enumerate(words.values())]
+    (path / "queries.jsonl").write_text("\n".join(json.dumps(x) for x in queries) + "\n")
+    qrels = "".join(f"q{i}\t{k}\t1\n" for i, k in enumerate(words))
+    (path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return path
+
+
+def test_several_datasets_in_one_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(5)
+    sets = []
+    for name, topics in (("one", ["astronomy", "cooking"]), ("two", ["sailing", "cooking"])):
+        words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in topics for i in range(6)}
+        sets.append(str(beir_folder(tmp_path / name, words)))
+    full, out_err = run_json(capsys, "beir", *sets, "--split", "test", "--report", str(tmp_path / "rep"),
+                             "--write-baseline", str(tmp_path / "base"))
+    assert [d["dataset"] for d in full["datasets"]] == ["one", "two"]
+    row = full["summary"]["nDCG@10"]["graph"]
+    assert row["mean"] == pytest.approx((row["one"] + row["two"]) / 2)
+    assert "summary: nDCG@10" in out_err
+    assert (tmp_path / "rep" / "summary-test.md").exists() and (tmp_path / "rep" / "summary-test.png").stat().st_size > 1000
+    assert (tmp_path / "base" / "one-test.json").exists() and (tmp_path / "base" / "two-test.json").exists()
+    code, _, err = call(capsys, "eval", "beir", *sets, "--gate", str(tmp_path / "base"))
+    assert code == 0 and "gate one: passed" in err and "gate two: passed" in err
+
+
+def test_two_legs_fill_a_budget_exactly_where_the_legs_allow():
+    from test_score import BASE, make
+
+    from ragx.eval.budget import equal_prefix, fit
+    from ragx.search.score import score
+
+    # dense ranks chunks 1, 2, 3, 4 (positions 0-3); BM25 ranks 3, 5, 6, 1 (positions 2, 4, 5, 0).
+    c = make([], [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], dense=[0, 1, 2, 3], lexical=[2, 4, 5, 0])
+    hybrid = BASE.replace(hops=0)
+    # union of the first n of both legs: n=1 -> 2 chunks, n=2 -> 4, n=3 -> 5, n=4 -> 6
+    assert [equal_prefix(c, t) for t in (2, 3, 4, 5, 6, 9)] == [1, 1, 2, 3, 4, 4]
+    for target in range(1, 7):
+        p = fit(hybrid, c, target)
+        assert len(score(c, p).order) == target, target   # filled, never exceeded
+    assert (fit(hybrid, c, 3).dense_n, fit(hybrid, c, 3).lexical_n) == (2, 1)  # one more dense seed still fits
+    assert fit(BASE.replace(lexical_n=0, hops=0), c, 3).dense_n == 3
+    graph = BASE.replace(dense_n=1, lexical_n=1, hops=1)
+    assert fit(graph, c, 5).max_frontier == 3                            # seeds {1, 3} + 3 admitted
+    assert fit(graph, c, 1).hops == 0                                    # below the seeds: a hybrid of that size
