@@ -108,7 +108,7 @@ class Corpus:
     def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
         from .eval.presets import DEFAULT_CONFIGS, parse_config
-        from .eval.queries import load_queries
+        from .eval.queries import check_labelled_files, load_queries
         from .eval.runner import DEPTH, run_eval
 
         queries = load_queries(Path(queries_path))
@@ -118,6 +118,7 @@ class Corpus:
             raise UsageError(f"--config names must be unique, got {names}")
         searcher = self.searcher
         searcher.refresh()
+        check_labelled_files(queries, searcher.store.files(), queries_path)
         result = run_eval(searcher, queries, configs, progress)
         counts = searcher.store.counts()
         return result.document(
@@ -215,7 +216,9 @@ class Corpus:
                 out["graph"] = manifest.get("graph")
                 out["chunking"] = manifest.get("chunking")
                 if drift:
-                    out["drift"] = _drift(diff_corpus(self.root, self.settings, store.files()))
+                    diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable())
+                    out["drift"] = _drift(diff)
+                    out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
@@ -243,7 +246,7 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
     The quick form reads ids and shapes only (milliseconds); `deep` also loads the HNSW file and asks
     it for every live chunk's vector.
     """
-    problems = []
+    problems = store.integrity_problems() if deep else []
     ids, file_ids = store.chunk_files()
     fts = store.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
     if fts != len(ids):

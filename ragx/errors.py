@@ -1,10 +1,32 @@
-"""One exception tree. Every error a user can cause maps to exit code 2 with a one-line message."""
+"""One exception tree. Every error a user can cause maps to exit code 2 with a one-line message.
+
+This module is also the one place that turns what the operating system or SQLite raises (a full disk,
+a read-only folder, a damaged database file) into such a line with a hint, and the one place that
+keeps credentials out of every message: the CLI and the MCP server both print `str(error)`.
+"""
 
 from __future__ import annotations
+
+import errno
+import re
 
 EXIT_OK = 0
 EXIT_EMPTY = 1  # success, but nothing to show (no results, a failed doctor check)
 EXIT_ERROR = 2
+
+# Said after every storage failure, because it is true of every one: an index run commits its
+# generation folder and its SQLite rows in one step, so a run that fails leaves the last index as it was.
+KEPT = "nothing indexed was lost"
+REBUILD = "delete the .ragx folder and run `ragx index` (your files are not touched)"
+
+# scheme://user:password@host -> scheme://***@host; also api_key=..., token=... in query strings.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@'\"]+@")
+_SECRET_PARAM = re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|token|password|secret)=[^&\s'\"]+")
+
+
+def redact(text: str) -> str:
+    """`text` with the credentials of any URL in it replaced by ***: messages may quote a base_url."""
+    return _SECRET_PARAM.sub(r"\1=***", _USERINFO.sub(r"\1***@", text))
 
 
 class RagxError(Exception):
@@ -12,13 +34,16 @@ class RagxError(Exception):
 
     exit_code = EXIT_ERROR
 
+    def __str__(self) -> str:
+        return redact(" ".join(super().__str__().split()))  # one line, never a credential
+
 
 class UsageError(RagxError):
     """Bad arguments: an empty query, a path outside the corpus, an unknown option value."""
 
 
 class ConfigError(RagxError):
-    """A malformed config file, an unknown key, a value of the wrong type."""
+    """A malformed config file, an unknown key, a value of the wrong type or out of range."""
 
 
 class NoCorpusError(RagxError):
@@ -43,3 +68,69 @@ class ProviderError(RagxError):
 
 class IndexBusyError(RagxError):
     """Another `ragx index` holds the corpus lock."""
+
+
+class StorageError(RagxError):
+    """The disk refused: full, over a size limit, read-only, no permission, an I/O error."""
+
+
+# --------------------------------------------------------------------------------------------
+# the one translation of system and database failures
+
+
+def database_damaged(detail: str, where: str = "the index database (.ragx/index.sqlite)") -> CorruptIndexError:
+    return CorruptIndexError(f"{where} is damaged ({detail}): {REBUILD}")
+
+
+def _os_message(exc: OSError) -> str:
+    name = f" {exc.filename}" if exc.filename else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return f"no space left on the device writing{name}: free some space and run the command again; {KEPT}"
+    if code == errno.EFBIG:
+        return f"file size limit exceeded writing{name} (see `ulimit -f`): raise it and run the command again; {KEPT}"
+    if code == errno.EROFS:
+        return f"read-only file system:{name} cannot be written; ragx index needs <corpus>/.ragx writable; {KEPT}"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"permission denied:{name}; make it readable (and <corpus>/.ragx writable) for this user; {KEPT}"
+    if code == errno.EIO:
+        return f"I/O error on{name}: check the disk, then `ragx status --deep`"
+    reason = exc.strerror or type(exc).__name__
+    return f"{reason.lower()}:{name}" if name else reason
+
+
+# SQLite reports the same conditions as the OS in its own words (no errno): match them to one errno.
+_SQLITE_AS_OS = (
+    ("database or disk is full", errno.ENOSPC),
+    ("readonly database", errno.EROFS),
+    ("read-only", errno.EROFS),
+    ("unable to open database file", errno.EACCES),
+    ("disk i/o error", errno.EIO),
+)
+_SQLITE_DAMAGED = ("malformed", "not a database", "file is encrypted", "corrupt")
+
+
+def _sqlite_error(exc: Exception) -> RagxError:
+    detail = str(exc).strip() or type(exc).__name__
+    lowered = detail.lower()
+    if "database is locked" in lowered or "database is busy" in lowered:
+        return StorageError("the index database is locked by another process: try again when it finishes")
+    for words, code in _SQLITE_AS_OS:
+        if words in lowered:
+            return StorageError(_os_message(OSError(code, detail, ".ragx/index.sqlite")))
+    if any(words in lowered for words in _SQLITE_DAMAGED):
+        return database_damaged(detail)
+    return CorruptIndexError(f"index database error ({detail}): run `ragx status --deep`; if it persists, {REBUILD}")
+
+
+def as_ragx_error(exc: BaseException) -> RagxError | None:
+    """The one-line RagxError for a failure of the disk or of SQLite; None for anything else."""
+    if isinstance(exc, RagxError):
+        return exc
+    if isinstance(exc, UnicodeError):  # a ValueError, not an OSError; callers name the file themselves
+        return None
+    if isinstance(exc, OSError):
+        return StorageError(_os_message(exc))
+    if type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
+        return _sqlite_error(exc)
+    return None

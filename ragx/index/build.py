@@ -95,6 +95,7 @@ def check_identity(stored: dict, wanted: dict) -> None:
 class _Prepared:
     files: list[tuple[FoundFile, str]]            # (file, content hash) to store
     chunks: list[tuple[int, Chunk]]               # (index into files, chunk)
+    undecodable: list[FoundFile] = field(default_factory=list)  # read, but not UTF-8
 
 
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter) -> _Prepared:
@@ -104,6 +105,8 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
             data, text = read_text(f.abspath)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else str(getattr(exc, "strerror", None) or exc)
+            if isinstance(exc, UnicodeDecodeError):
+                prepared.undecodable.append(f)
             report.problems.append({"path": f.path, "reason": reason})
             reporter.warn(f"{f.path}: {reason}; not indexed")
             continue
@@ -145,7 +148,8 @@ def _run(
     have_arrays = generation > 0 and (current_gen / HNSW).exists()
 
     stored = store.files()
-    diff: CorpusDiff = diff_corpus(layout.root, settings, {} if full else stored)
+    known_undecodable = {} if full else store.undecodable()
+    diff: CorpusDiff = diff_corpus(layout.root, settings, {} if full else stored, known_undecodable)
     if only is not None and not full:
         diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
@@ -161,12 +165,7 @@ def _run(
     report.skipped = len(diff.skipped)
 
     if not diff.has_changes and have_arrays:
-        if diff.touched:
-            with store.transaction() as db:
-                db.executemany(
-                    "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
-                    [(f.size, f.mtime_ns, row.id) for f, row in diff.touched],
-                )
+        _record_without_new_generation(store, diff, [], known_undecodable)
         _fill_counts(store, report)
         return
 
@@ -177,6 +176,12 @@ def _run(
         min_tokens=settings.chunking.min_tokens,
     )
     prepared = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    undecodable = _undecodable_rows(diff.undecodable + prepared.undecodable)
+    if have_arrays and not full and not (prepared.files or diff.changed or diff.deleted):
+        # Only files that turned out not to be UTF-8 were new: nothing to index, no new generation.
+        _record_without_new_generation(store, diff, prepared.undecodable, known_undecodable)
+        _fill_counts(store, report)
+        return
 
     # ---- embed (only texts the index has no vector for yet) ----
     texts = [c.text for _, c in prepared.chunks]
@@ -287,6 +292,7 @@ def _run(
             "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
         )
+        Store.write_undecodable(db, undecodable)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
         Store.write_manifest(
@@ -301,6 +307,23 @@ def _run(
         )
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
+
+
+def _undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
+    return sorted({(f.path, f.size, f.mtime_ns) for f in files})
+
+
+def _record_without_new_generation(store: Store, diff: CorpusDiff, failed: list[FoundFile], known: dict) -> None:
+    """A run with nothing to index still records new stats of touched files and undecodable files."""
+    rows = _undecodable_rows(diff.undecodable + failed)
+    if not diff.touched and {p: (s, m) for p, s, m in rows} == known:
+        return
+    with store.transaction() as db:
+        db.executemany(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
+            [(f.size, f.mtime_ns, row.id) for f, row in diff.touched],
+        )
+        Store.write_undecodable(db, rows)
 
 
 def _version() -> str:

@@ -199,3 +199,30 @@ class Store:
             "edges": one("SELECT count(*) FROM edges"),
             "communities": one("SELECT count(DISTINCT community) FROM communities WHERE community >= 0"),
         }
+
+    # ---- files that are not UTF-8 (added for issue 11; additive) ---------------------------------
+    # Remembered with their size and mtime so that, until such a file changes, drift does not count it
+    # as new and an index run neither reads it again nor writes a new generation for it.
+    def undecodable(self) -> dict[str, tuple[int, int]]:
+        """{path: (size, mtime_ns)} of the files the last runs could not decode (empty for older indexes)."""
+        try:
+            rows = self.db.execute("SELECT path, size, mtime_ns FROM undecodable").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+        return {path: (size, mtime_ns) for path, size, mtime_ns in rows}
+
+    @staticmethod
+    def write_undecodable(db: sqlite3.Connection, rows: Sequence[tuple[str, int, int]]) -> None:
+        """Replace the list of undecodable files (inside the caller's transaction)."""
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS undecodable(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL)"
+        )
+        db.execute("DELETE FROM undecodable")
+        db.executemany("INSERT OR REPLACE INTO undecodable(path, size, mtime_ns) VALUES (?, ?, ?)", rows)
+
+    def integrity_problems(self, limit: int = 3) -> list[str]:
+        """SQLite's own check of every page of the database file (`status --deep`): [] when sound."""
+        rows = [r[0] for r in self.db.execute(f"PRAGMA quick_check({int(limit)})").fetchall()]
+        return [] if rows == ["ok"] else [f"index database is damaged: {r}" for r in rows]
