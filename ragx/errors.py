@@ -83,44 +83,46 @@ def database_damaged(detail: str, where: str = "the index database (.ragx/index.
 
 
 def _os_message(exc: OSError) -> str:
-    name = f" {exc.filename}" if exc.filename else ""
+    on = f" ({exc.filename})" if exc.filename else ""
     code = exc.errno
     if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
-        return f"no space left on the device writing{name}: free some space and run the command again; {KEPT}"
+        return f"no space left on the device{on}: free some space and run the command again; {KEPT}"
     if code == errno.EFBIG:
-        return f"file size limit exceeded writing{name} (see `ulimit -f`): raise it and run the command again; {KEPT}"
+        return f"file size limit exceeded{on} (see `ulimit -f`): raise it and run the command again; {KEPT}"
     if code == errno.EROFS:
-        return f"read-only file system:{name} cannot be written; ragx index needs <corpus>/.ragx writable; {KEPT}"
+        return f"read-only file system{on}: `ragx index` needs <corpus>/.ragx writable; {KEPT}"
     if code in (errno.EACCES, errno.EPERM):
-        return f"permission denied:{name}; make it readable (and <corpus>/.ragx writable) for this user; {KEPT}"
+        return f"permission denied{on}: make it readable (and <corpus>/.ragx writable) for this user; {KEPT}"
     if code == errno.EIO:
-        return f"I/O error on{name}: check the disk, then `ragx status --deep`"
-    reason = exc.strerror or type(exc).__name__
-    return f"{reason.lower()}:{name}" if name else reason
+        return f"I/O error{on}: the disk may be failing, full or over a size limit; check it, then `ragx status --deep`"
+    if code is None:  # raised by a library on a short write (numpy, hnswlib): the disk said no somehow
+        return f"cannot write{on} ({exc or type(exc).__name__}): the disk may be full or over a size limit; free space and run the command again; {KEPT}"
+    return f"{(exc.strerror or str(exc)).lower()}{on}"
 
 
-# SQLite reports the same conditions as the OS in its own words (no errno): match them to one errno.
-_SQLITE_AS_OS = (
-    ("database or disk is full", errno.ENOSPC),
-    ("readonly database", errno.EROFS),
-    ("read-only", errno.EROFS),
-    ("unable to open database file", errno.EACCES),
-    ("disk i/o error", errno.EIO),
+# SQLite reports what the OS said in its own words, without the errno: (words, message after the path).
+_SQLITE_STORAGE = (
+    ("database or disk is full", f"no space left on the device: free some space and run the command again; {KEPT}"),
+    ("readonly database", f"cannot be written (a read-only file, folder or file system): `ragx index` needs <corpus>/.ragx writable; {KEPT}"),
+    ("unable to open database file", "cannot be opened: check that <corpus>/.ragx is readable and writable for this user"),
+    ("disk i/o error", f"could not be read or written (disk I/O error): is the disk full, over a size limit (`ulimit -f`) or failing? {KEPT}"),
 )
 _SQLITE_DAMAGED = ("malformed", "not a database", "file is encrypted", "corrupt")
 
 
-def _sqlite_error(exc: Exception) -> RagxError:
+def sqlite_error(exc: Exception, path: object = None) -> RagxError:
+    """The one-line error for a sqlite3 exception on the index database at `path`."""
+    where = f"the index database {path}" if path else "the index database (.ragx/index.sqlite)"
     detail = str(exc).strip() or type(exc).__name__
     lowered = detail.lower()
     if "database is locked" in lowered or "database is busy" in lowered:
-        return StorageError("the index database is locked by another process: try again when it finishes")
-    for words, code in _SQLITE_AS_OS:
+        return StorageError(f"{where} is locked by another process: try again when it finishes")
+    for words, message in _SQLITE_STORAGE:
         if words in lowered:
-            return StorageError(_os_message(OSError(code, detail, ".ragx/index.sqlite")))
+            return StorageError(f"{where} {message}")
     if any(words in lowered for words in _SQLITE_DAMAGED):
-        return database_damaged(detail)
-    return CorruptIndexError(f"index database error ({detail}): run `ragx status --deep`; if it persists, {REBUILD}")
+        return database_damaged(detail, where)
+    return CorruptIndexError(f"{where} failed ({detail}): run `ragx status --deep`; if it persists, {REBUILD}")
 
 
 def as_ragx_error(exc: BaseException) -> RagxError | None:
@@ -132,5 +134,5 @@ def as_ragx_error(exc: BaseException) -> RagxError | None:
     if isinstance(exc, OSError):
         return StorageError(_os_message(exc))
     if type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
-        return _sqlite_error(exc)
+        return sqlite_error(exc)
     return None

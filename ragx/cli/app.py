@@ -27,14 +27,16 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def visible(text: str) -> str:
     """`text` safe for a terminal: control characters shown as \\xNN, undecodable bytes of file names
-    (surrogate escapes) as \\udcNN. A file name or chunk text can then never drive the terminal."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    (surrogate escapes) as \\udcNN, URL credentials as ***. A file name or chunk text can then never
+    drive the terminal, and no password in a base_url reaches a screen or a log."""
+    text = redact(text).encode("utf-8", "backslashreplace").decode("utf-8")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class SafeConsole(Console):
     """A rich Console that passes every string it prints through `visible`: the one place human
-    output is made safe, so no command can forget it."""
+    output is made safe, so no command can forget it. (JSON output is exact: only the documents
+    that describe settings are redacted, in `emit_json`.)"""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
         super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
@@ -64,7 +66,7 @@ def emit_json(schema: str, payload: dict[str, Any]) -> None:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]ragx: warning:[/] {escape(redact(message))}", markup=True)
+    err.print(f"[yellow]ragx: warning:[/] {escape(message)}", markup=True)
 
 
 def echo(text: str) -> None:

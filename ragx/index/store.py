@@ -16,7 +16,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import CorruptIndexError, NoIndexError
+from ..errors import NoIndexError, sqlite_error
 
 SCHEMA_VERSION = 1
 
@@ -103,8 +103,8 @@ class Store:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.executescript(SCHEMA)
             self.db.execute("SELECT count(*) FROM manifest").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise CorruptIndexError(f"index database {path} is unreadable: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # damaged, unwritable or full: one line with its remedy
+            raise sqlite_error(exc, path) from None
 
     def close(self) -> None:
         self.db.close()
