@@ -43,7 +43,7 @@ class SafeConsole(Console):
 
 
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = SafeConsole(stderr=True, highlight=False)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # a message is one line, never wrapped
 out = SafeConsole(highlight=False, soft_wrap=True)
 
 # Documents that describe settings (which may hold a base_url with credentials), not the corpus's own

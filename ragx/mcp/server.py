@@ -29,7 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from .. import __version__, schemas
-from ..errors import RagxError, as_ragx_error
+from ..errors import as_ragx_error
 from .service import Service
 
 log = logging.getLogger("ragx.mcp")
