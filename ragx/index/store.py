@@ -16,7 +16,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import NoIndexError, sqlite_error
+from ..errors import REBUILD, NoIndexError, sqlite_error
 
 SCHEMA_VERSION = 1
 
@@ -225,4 +225,7 @@ class Store:
     def integrity_problems(self, limit: int = 3) -> list[str]:
         """SQLite's own check of every page of the database file (`status --deep`): [] when sound."""
         rows = [r[0] for r in self.db.execute(f"PRAGMA quick_check({int(limit)})").fetchall()]
-        return [] if rows == ["ok"] else [f"index database is damaged: {r}" for r in rows]
+        if rows == ["ok"]:
+            return []
+        found = "; ".join(r for r in rows if not r.startswith("***")) or "quick_check failed"
+        return [f"the index database is damaged ({found}): {REBUILD}"]
