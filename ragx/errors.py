@@ -86,7 +86,7 @@ def _os_message(exc: OSError) -> str:
     on = f" ({exc.filename})" if exc.filename else ""
     code = exc.errno
     if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
-        return f"no space left on the device{on}: free some space and run the command again; {KEPT}"
+        return f"no space left on the device{on} (disk full): free some space and run the command again; {KEPT}"
     if code == errno.EFBIG:
         return f"file size limit exceeded{on} (see `ulimit -f`): raise it and run the command again; {KEPT}"
     if code == errno.EROFS:
@@ -102,7 +102,7 @@ def _os_message(exc: OSError) -> str:
 
 # SQLite reports what the OS said in its own words, without the errno: (words, message after the path).
 _SQLITE_STORAGE = (
-    ("database or disk is full", f"no space left on the device: free some space and run the command again; {KEPT}"),
+    ("database or disk is full", f"has no space left on the device (disk full): free some space and run the command again; {KEPT}"),
     ("readonly database", f"cannot be written (a read-only file, folder or file system): `ragx index` needs <corpus>/.ragx writable; {KEPT}"),
     ("unable to open database file", "cannot be opened: check that <corpus>/.ragx is readable and writable for this user"),
     ("disk i/o error", f"could not be read or written (disk I/O error): is the disk full, over a size limit (`ulimit -f`) or failing? {KEPT}"),

@@ -52,10 +52,13 @@ def _read_stdin() -> str:
     """The query piped in with `ragx query -`: stdin must be open and hold UTF-8 text."""
     if sys.stdin is None or sys.stdin.closed:
         raise UsageError("`ragx query -` reads the query from stdin, but stdin is closed")
+    binary = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
     try:
-        data = sys.stdin.buffer.read()
+        data = binary.read() if binary is not None else sys.stdin.read()
     except (OSError, ValueError) as exc:
         raise UsageError(f"`ragx query -` cannot read stdin: {getattr(exc, 'strerror', None) or exc}") from None
+    if isinstance(data, str):
+        return _checked(data, "the query on stdin")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
