@@ -227,5 +227,6 @@ class Store:
         rows = [r[0] for r in self.db.execute(f"PRAGMA quick_check({int(limit)})").fetchall()]
         if rows == ["ok"]:
             return []
-        found = "; ".join(r for r in rows if not r.startswith("***")) or "quick_check failed"
+        lines = [line.strip() for row in rows for line in str(row).splitlines() if line.strip()]
+        found = "; ".join(line for line in lines if not line.startswith("***")) or "; ".join(lines)  # drop SQLite's header
         return [f"the index database is damaged ({found}): {REBUILD}"]
