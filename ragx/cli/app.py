@@ -43,8 +43,8 @@ class SafeConsole(Console):
 
 
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)  # a message is one line, never wrapped
-out = SafeConsole(highlight=False, soft_wrap=True)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a message is one line, never wrapped
+out = SafeConsole(highlight=False, soft_wrap=True, emoji=False)  # ":fire:" in a file name stays text
 
 # Documents that describe settings (which may hold a base_url with credentials), not the corpus's own
 # text: their JSON is redacted. Query and inspect documents quote files byte for byte and are not.
