@@ -134,7 +134,7 @@ class Corpus:
     def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
         from .eval.presets import DEFAULT_CONFIGS, parse_config
-        from .eval.queries import load_queries
+        from .eval.queries import check_labelled_files, load_queries
         from .eval.runner import DEPTH, run_eval
 
         queries = load_queries(Path(queries_path))
@@ -144,6 +144,7 @@ class Corpus:
             raise UsageError(f"--config names must be unique, got {names}")
         searcher = self.searcher
         searcher.refresh()
+        check_labelled_files(queries, searcher.store.files(), queries_path)
         result = run_eval(searcher, queries, configs, progress)
         counts = searcher.store.counts()
         return result.document(
@@ -243,7 +244,9 @@ class Corpus:
                 out["graph"] = manifest.get("graph")
                 out["chunking"] = manifest.get("chunking")
                 if drift:
-                    out["drift"] = _drift(diff_corpus(self.root, self.settings, store.files()))
+                    diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable())
+                    out["drift"] = _drift(diff)
+                    out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
@@ -274,7 +277,7 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
     """
     from .index.snapshot import HINT, damaged
 
-    problems = []
+    problems = store.integrity_problems() if deep else []
     ids, file_ids = store.chunk_files()
     fts = store.fts_size()
     if fts != len(ids):

@@ -1,12 +1,15 @@
 """Typed settings, loaded and merged: built-in defaults.toml < <root>/ragx.toml < ~/.ragxrc.
 
-The dataclasses below are the schema (names and types); defaults.toml holds every value. A key that
-is not in the schema, or a value of the wrong type, is a ConfigError naming the file and the key.
+The dataclasses below are the schema (names and types), LIMITS beside them the allowed range of every
+number and ORDERED the keys that must keep an order; defaults.toml holds every value. A key that is not
+in the schema, a value of the wrong type or out of range, or a file that is not UTF-8 TOML, is a
+ConfigError naming the file and the key: one line, exit 2.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import tomllib
@@ -95,6 +98,67 @@ class Settings:
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
+@dataclass(frozen=True)
+class Limit:
+    """The allowed values of a number setting: low <= x <= high (either end may be open: > or <)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False   # low itself is not allowed (x > low)
+
+    def allows(self, x: float) -> bool:
+        if math.isnan(x):
+            return False
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            return False
+        return self.high is None or x <= self.high
+
+    def describe(self) -> str:
+        show = lambda v: str(int(v)) if float(v).is_integer() else str(v)  # noqa: E731
+        low = None if self.low is None else f"{'>' if self.low_open else '>='} {show(self.low)}"
+        high = None if self.high is None else f"<= {show(self.high)}"
+        return " and ".join(part for part in (low, high) if part)
+
+
+# Every int and float setting has its range here (a test holds that none is missing). The upper bounds
+# are far above any useful value; they stop a typo (k = 1e6, batch_size = 100000) from running for hours.
+LIMITS: dict[str, Limit] = {
+    "index.max_file_bytes": Limit(1, 2**40),
+    "chunking.target_tokens": Limit(1, 100_000),
+    "chunking.min_tokens": Limit(1, 100_000),
+    "embeddings.batch_size": Limit(1, 4096),
+    "embeddings.timeout": Limit(0, 86_400, low_open=True),
+    "embeddings.max_retries": Limit(0, 100),
+    "embeddings.max_tokens": Limit(8, 1_000_000),
+    "rerank.batch_size": Limit(1, 4096),
+    "rerank.max_length": Limit(8, 100_000),
+    "expand.timeout": Limit(0, 86_400, low_open=True),
+    "expand.max_retries": Limit(0, 100),
+    "expand.variants": Limit(1, 16),
+    "graph.k": Limit(1, 1000),
+    "graph.min_sim": Limit(-1, 1),
+    "graph.leiden_resolution": Limit(0, 1000, low_open=True),
+    "graph.leiden_seed": Limit(0, 2**31 - 1),
+    "search.top": Limit(1, 100_000),
+    "search.dense_n": Limit(1, 100_000),
+    "search.lexical_n": Limit(0, 100_000),
+    "search.rrf_k": Limit(0, 1_000_000, low_open=True),
+    "search.hops": Limit(0, 10),
+    "search.decay": Limit(0, 1),
+    "search.query_floor": Limit(-1, 1),
+    "search.max_frontier": Limit(1, 1_000_000),
+    "search.rerank_weight": Limit(0, 1000),
+    "search.heat_weight": Limit(0, 1000),
+    "search.dense_weight": Limit(0, 1000),
+    "search.lexical_weight": Limit(0, 1000),
+    "search.shortlist": Limit(1, 100_000),
+    "search.file_chunks": Limit(1, 1000),
+}
+
+# (smaller, larger): the first key's value may not exceed the second's.
+ORDERED: tuple[tuple[str, str], ...] = (("chunking.min_tokens", "chunking.target_tokens"),)
+
+
 SECTIONS: dict[str, type] = {
     f.name: get_type_hints(Settings)[f.name] for f in dataclasses.fields(Settings) if f.name != "sources"
 }
@@ -105,14 +169,15 @@ def rc_path() -> Path:
     return Path(os.environ.get("RAGX_RC") or Path.home() / ".ragxrc")
 
 
-def field_type(section: str, key: str) -> type:
-    """The Python type of a dotted key, or ConfigError if the key is unknown."""
+def field_type(section: str, key: str, origin: str | None = None) -> type:
+    """The Python type of a dotted key, or ConfigError (naming `origin`, the file) if it is unknown."""
+    where = f"{origin}: " if origin else ""
     cls = SECTIONS.get(section)
     if cls is None:
-        raise ConfigError(f"unknown config section [{section}] (known: {', '.join(SECTIONS)})")
+        raise ConfigError(f"{where}unknown config section [{section}] (known: {', '.join(SECTIONS)})")
     hints = get_type_hints(cls)
     if key not in hints:
-        raise ConfigError(f"unknown config key {section}.{key} (known: {', '.join(hints)})")
+        raise ConfigError(f"{where}unknown config key {section}.{key} (known: {', '.join(hints)})")
     return hints[key]
 
 
@@ -124,29 +189,36 @@ def split_key(dotted: str) -> tuple[str, str]:
     return section, key
 
 
-def coerce(section: str, key: str, value: Any, origin: str) -> Any:
-    """Check a TOML value against the schema; ints are accepted where floats are expected."""
-    want = field_type(section, key)
-    where = f"{origin}: {section}.{key}"
+def _typed(want: type, value: Any) -> tuple[bool, Any]:
+    """(does `value` have the schema type `want`, the value as that type); ints are accepted as floats."""
     if want is bool:
-        if isinstance(value, bool):
-            return value
-    elif want is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif want is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif want is str:
-        if isinstance(value, str):
-            return value
-    elif getattr(want, "__origin__", None) is tuple:
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise ConfigError(f"{where} must be a list of strings, got {value!r}")
-    else:  # pragma: no cover - a schema type this loader does not know is a programming error
-        raise TypeError(f"unsupported settings type {want} for {section}.{key}")
-    raise ConfigError(f"{where} must be {want.__name__}, got {type(value).__name__} {value!r}")
+        return isinstance(value, bool), value
+    if want is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if want is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return ok, float(value) if ok else value
+    if want is str:
+        return isinstance(value, str), value
+    if getattr(want, "__origin__", None) is tuple:
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return ok, tuple(value) if ok else value
+    raise TypeError(f"unsupported settings type {want}")  # pragma: no cover - a schema the loader does not know
+
+
+def coerce(section: str, key: str, value: Any, origin: str) -> Any:
+    """Check a value against the schema (type, then range); ConfigError names `origin` and the key."""
+    want = field_type(section, key, origin)
+    where = f"{origin}: {section}.{key}"
+    ok, typed = _typed(want, value)
+    if not ok:
+        if getattr(want, "__origin__", None) is tuple:
+            raise ConfigError(f"{where} must be a list of strings, got {value!r}")
+        raise ConfigError(f"{where} must be {want.__name__}, got {type(value).__name__} {value!r}")
+    limit = LIMITS.get(f"{section}.{key}")
+    if limit is not None and not limit.allows(typed):
+        raise ConfigError(f"{where} = {value!r} is out of range: it must be {limit.describe()}")
+    return typed
 
 
 def parse_value(dotted: str, text: str) -> Any:
@@ -171,20 +243,32 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}); save it as UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def layer(doc: dict[str, Any], origin: str) -> dict[tuple[str, str], Any]:
-    """Flatten one config document into checked {(section, key): value}."""
+def layer(doc: dict[str, Any], origin: str, problems: list[str] | None = None) -> dict[tuple[str, str], Any]:
+    """Flatten one config document into checked {(section, key): value}.
+
+    With `problems`, a bad entry is left out and its message collected instead of raised.
+    """
     flat: dict[tuple[str, str], Any] = {}
     for section, table in doc.items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"{origin}: {section!r} must be a [section] table")
+        try:
+            if not isinstance(table, dict):
+                raise ConfigError(f"{origin}: {section!r} must be a [section] table")
+        except ConfigError as exc:
+            _keep_or_raise(exc, problems)
+            continue
         for key, value in table.items():
-            flat[(section, key)] = coerce(section, key, value, origin)
+            try:
+                flat[(section, key)] = coerce(section, key, value, origin)
+            except ConfigError as exc:
+                _keep_or_raise(exc, problems)
     return flat
 
 
@@ -209,22 +293,47 @@ def renamed_keys(doc: dict[str, Any], origin: str, warn: bool = True) -> dict[st
     return {**doc, "search": table}
 
 
-def load_settings(root: Path | None, *, warn: bool = True) -> Settings:
-    """Effective settings for a corpus root (None: defaults and rc only)."""
-    layers = [(str(DEFAULTS_PATH.name), read_toml(DEFAULTS_PATH))]
-    if root is not None:
-        project = root / PROJECT_FILE
-        layers.append((str(project), renamed_keys(read_toml(project), str(project), warn)))
-    rc = rc_path()
-    layers.append((str(rc), renamed_keys(read_toml(rc), str(rc), warn)))
+def _keep_or_raise(exc: ConfigError, problems: list[str] | None) -> None:
+    if problems is None:
+        raise exc
+    problems.append(str(exc))
 
+
+def _check_order(merged: dict[tuple[str, str], Any], sources: dict[str, str], problems: list[str] | None) -> None:
+    for smaller, larger in ORDERED:
+        a, b = merged[tuple(smaller.split("."))], merged[tuple(larger.split("."))]
+        if a > b:
+            message = f"{sources[smaller]}: {smaller} = {a!r} must not exceed {larger} = {b!r} (from {sources[larger]})"
+            _keep_or_raise(ConfigError(message), problems)
+
+
+def _layers(root: Path | None, problems: list[str] | None, warn: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    paths = [DEFAULTS_PATH, *([root / PROJECT_FILE] if root is not None else []), rc_path()]
+    out = []
+    for path in paths:
+        origin = DEFAULTS_PATH.name if path == DEFAULTS_PATH else str(path)
+        try:
+            doc = read_toml(path)  # old [search] weight names read as the new ones, with a warning
+            out.append((origin, doc if path == DEFAULTS_PATH else renamed_keys(doc, origin, warn)))
+        except ConfigError as exc:
+            _keep_or_raise(exc, problems)
+    return out
+
+
+def load_settings(root: Path | None, *, warn: bool = True, problems: list[str] | None = None) -> Settings:
+    """Effective settings for a corpus root (None: defaults and rc only).
+
+    Any bad file or entry raises ConfigError, unless `problems` is given (`ragx config get`, which must
+    help fix them): then bad files and entries are skipped and their messages appended to it.
+    """
+    rc = str(rc_path())
     merged: dict[tuple[str, str], Any] = {}
     sources: dict[str, str] = {}
-    for origin, doc in layers:
-        for (section, key), value in layer(doc, origin).items():
+    for origin, doc in _layers(root, problems, warn):
+        for (section, key), value in layer(doc, origin, problems).items():
             dotted = f"{section}.{key}"
             previous = sources.get(dotted)
-            if warn and origin == str(rc) and previous not in (None, DEFAULTS_PATH.name):
+            if warn and origin == rc and previous not in (None, DEFAULTS_PATH.name):
                 if merged[(section, key)] != value:
                     print(f"ragx: warning: {rc} overrides {dotted} from {previous}", file=sys.stderr)
             merged[(section, key)] = value
@@ -237,6 +346,7 @@ def load_settings(root: Path | None, *, warn: bool = True) -> Settings:
         if missing:  # pragma: no cover - defaults.toml must cover the schema (a test holds it)
             raise ConfigError(f"defaults.toml lacks {section}.{missing[0]}")
         built[section] = cls(**{n: merged[(section, n)] for n in names})
+    _check_order(merged, sources, problems)
     return Settings(**built, sources=sources)
 
 
@@ -277,8 +387,22 @@ def find_root(start: Path | None = None) -> Path | None:
     return None
 
 
-def resolve_root(root: str | Path | None, *, must_exist_index: bool = False) -> Path:
-    """--root if given (it must be a folder), else the nearest marked folder, else the working directory."""
+def broad_folder(path: Path) -> str | None:
+    """"the filesystem root" or "your home folder" when `path` is one: never a corpus by accident."""
+    path = path.resolve()
+    if path == Path(path.anchor):
+        return "the filesystem root"
+    if path == Path.home().resolve():
+        return "your home folder"
+    return None
+
+
+def resolve_root(root: str | Path | None, *, must_exist_index: bool = False, allow_broad: bool = False) -> Path:
+    """--root if given (it must be a folder), else the nearest marked folder, else the working directory.
+
+    The working directory is refused when it is / or the home folder (scanning it could take hours),
+    unless `allow_broad` (the MCP server, which refuses each call itself): pass --root to mean it.
+    """
     if root is not None:
         path = Path(root).expanduser()
         if not path.is_dir():
@@ -291,4 +415,11 @@ def resolve_root(root: str | Path | None, *, must_exist_index: bool = False) -> 
         raise NoIndexError(
             f"no ragx index at or above {Path.cwd()}: run `ragx index` there or pass --root"
         )
-    return Path.cwd().resolve()
+    cwd = Path.cwd().resolve()
+    what = broad_folder(cwd)
+    if what is not None and not allow_broad:
+        raise NoCorpusError(
+            f"{cwd} is {what} and holds no ragx.toml or .ragx/: refusing to scan all of it; "
+            f"cd into the folder to search, or pass --root {cwd} if you mean it"
+        )
+    return cwd

@@ -1,10 +1,32 @@
-"""One exception tree. Every error a user can cause maps to exit code 2 with a one-line message."""
+"""One exception tree. Every error a user can cause maps to exit code 2 with a one-line message.
+
+This module is also the one place that turns what the operating system or SQLite raises (a full disk,
+a read-only folder, a damaged database file) into such a line with a hint, and the one place that
+keeps credentials out of every message: the CLI and the MCP server both print `str(error)`.
+"""
 
 from __future__ import annotations
+
+import errno
+import re
 
 EXIT_OK = 0
 EXIT_EMPTY = 1  # success, but nothing to show (no results, a failed doctor check)
 EXIT_ERROR = 2
+
+# Said after every storage failure, because it is true of every one: an index run commits its
+# generation folder and its SQLite rows in one step, so a run that fails leaves the last index as it was.
+KEPT = "nothing indexed was lost"
+REBUILD = "delete the .ragx folder and run `ragx index` (your files are not touched)"
+
+# scheme://user:password@host -> scheme://***@host; also api_key=..., token=... in query strings.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@'\"]+@")
+_SECRET_PARAM = re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|token|password|secret)=[^&\s'\"]+")
+
+
+def redact(text: str) -> str:
+    """`text` with the credentials of any URL in it replaced by ***: messages may quote a base_url."""
+    return _SECRET_PARAM.sub(r"\1=***", _USERINFO.sub(r"\1***@", text))
 
 
 class RagxError(Exception):
@@ -12,13 +34,16 @@ class RagxError(Exception):
 
     exit_code = EXIT_ERROR
 
+    def __str__(self) -> str:
+        return redact(" ".join(super().__str__().split()))  # one line, never a credential
+
 
 class UsageError(RagxError):
     """Bad arguments: an empty query, a path outside the corpus, an unknown option value."""
 
 
 class ConfigError(RagxError):
-    """A malformed config file, an unknown key, a value of the wrong type."""
+    """A malformed config file, an unknown key, a value of the wrong type or out of range."""
 
 
 class NoCorpusError(RagxError):
@@ -43,3 +68,71 @@ class ProviderError(RagxError):
 
 class IndexBusyError(RagxError):
     """Another `ragx index` holds the corpus lock."""
+
+
+class StorageError(RagxError):
+    """The disk refused: full, over a size limit, read-only, no permission, an I/O error."""
+
+
+# --------------------------------------------------------------------------------------------
+# the one translation of system and database failures
+
+
+def database_damaged(detail: str, where: str = "the index database (.ragx/index.sqlite)") -> CorruptIndexError:
+    return CorruptIndexError(f"{where} is damaged ({detail}): {REBUILD}")
+
+
+def _os_message(exc: OSError) -> str:
+    on = f" ({exc.filename})" if exc.filename else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return f"no space left on the device{on} (disk full): free some space and run the command again; {KEPT}"
+    if code == errno.EFBIG:
+        return f"file size limit exceeded{on} (see `ulimit -f`): raise it and run the command again; {KEPT}"
+    if code == errno.EROFS:
+        return f"read-only file system{on}: `ragx index` needs <corpus>/.ragx writable; {KEPT}"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"permission denied{on}: make it readable (and <corpus>/.ragx writable) for this user; {KEPT}"
+    if code == errno.EIO:
+        return f"I/O error{on}: the disk may be failing, full or over a size limit; check it, then `ragx status --deep`"
+    if code is None:  # raised by a library on a short write (numpy, hnswlib): the disk said no somehow
+        return f"cannot write{on} ({exc or type(exc).__name__}): the disk may be full or over a size limit; free space and run the command again; {KEPT}"
+    return f"{(exc.strerror or str(exc)).lower()}{on}"
+
+
+# SQLite reports what the OS said in its own words, without the errno: (words, message after the path).
+_SQLITE_STORAGE = (
+    ("database or disk is full", f"has no space left on the device (disk full): free some space and run the command again; {KEPT}"),
+    ("readonly database", f"cannot be written (a read-only file, folder or file system): `ragx index` needs <corpus>/.ragx writable; {KEPT}"),
+    ("unable to open database file", "cannot be opened: check that <corpus>/.ragx is readable and writable for this user"),
+    ("disk i/o error", f"could not be read or written (disk I/O error): is the disk full, over a size limit (`ulimit -f`) or failing? {KEPT}"),
+)
+_SQLITE_DAMAGED = ("malformed", "not a database", "file is encrypted", "corrupt")
+
+
+def sqlite_error(exc: Exception, path: object = None) -> RagxError:
+    """The one-line error for a sqlite3 exception on the index database at `path`."""
+    where = f"the index database {path}" if path else "the index database (.ragx/index.sqlite)"
+    detail = str(exc).strip() or type(exc).__name__
+    lowered = detail.lower()
+    if "database is locked" in lowered or "database is busy" in lowered:
+        return StorageError(f"{where} is locked by another process: try again when it finishes")
+    for words, message in _SQLITE_STORAGE:
+        if words in lowered:
+            return StorageError(f"{where} {message}")
+    if any(words in lowered for words in _SQLITE_DAMAGED):
+        return database_damaged(detail, where)
+    return CorruptIndexError(f"{where} failed ({detail}): run `ragx status --deep`; if it persists, {REBUILD}")
+
+
+def as_ragx_error(exc: BaseException) -> RagxError | None:
+    """The one-line RagxError for a failure of the disk or of SQLite; None for anything else."""
+    if isinstance(exc, RagxError):
+        return exc
+    if isinstance(exc, UnicodeError):  # a ValueError, not an OSError; callers name the file themselves
+        return None
+    if isinstance(exc, OSError):
+        return StorageError(_os_message(exc))
+    if type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
+        return sqlite_error(exc)
+    return None

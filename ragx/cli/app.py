@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .. import schemas
+from ..errors import redact
 
 app = typer.Typer(
     name="ragx",
@@ -18,9 +21,34 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# C0 and C1 control characters except newline and tab: ANSI escapes, carriage returns, bells.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` safe for a terminal: control characters shown as \\xNN, undecodable bytes of file names
+    (surrogate escapes) as \\udcNN, URL credentials as ***. A file name or chunk text can then never
+    drive the terminal, and no password in a base_url reaches a screen or a log."""
+    text = redact(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class SafeConsole(Console):
+    """A rich Console that passes every string it prints through `visible`: the one place human
+    output is made safe, so no command can forget it. (JSON output is exact: only the documents
+    that describe settings are redacted, in `emit_json`.)"""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a message is one line, never wrapped
+out = SafeConsole(highlight=False, soft_wrap=True, emoji=False)  # ":fire:" in a file name stays text
+
+# Documents that describe settings (which may hold a base_url with credentials), not the corpus's own
+# text: their JSON is redacted. Query and inspect documents quote files byte for byte and are not.
+_SETTINGS_SCHEMAS = frozenset({schemas.VERSION, schemas.DOCTOR, schemas.CONFIG})
 
 # The arguments of this invocation (after `ragx`), for reports that record their own command.
 invocation: list[str] = []
@@ -32,9 +60,15 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document o
 
 
 def emit_json(schema: str, payload: dict[str, Any]) -> None:
-    sys.stdout.write(schemas.dumps(schemas.document(schema, payload)) + "\n")
+    text = schemas.dumps(schemas.document(schema, payload))
+    sys.stdout.write((redact(text) if schema in _SETTINGS_SCHEMAS else text) + "\n")
     sys.stdout.flush()
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]ragx: warning:[/] {message}", markup=True)
+    err.print(f"[yellow]ragx: warning:[/] {escape(message)}", markup=True)
+
+
+def echo(text: str) -> None:
+    """A plain line on stdout (no markup), made terminal-safe like everything `out` prints."""
+    out.print(text, markup=False)

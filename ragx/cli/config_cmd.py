@@ -9,7 +9,8 @@ import typer
 
 from .. import schemas
 from ..config import PROJECT_FILE, as_dict, get_value, load_settings, parse_value, resolve_root, rc_path, set_value
-from .app import JsonOpt, RootOpt, app, emit_json, err
+from ..errors import EXIT_ERROR
+from .app import JsonOpt, RootOpt, app, echo, emit_json, err
 
 config_app = typer.Typer(help="Read or change settings (defaults < ragx.toml < ~/.ragxrc).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -21,23 +22,33 @@ def config_get(
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the effective value of a setting (or all of them, with where each comes from)."""
-    settings = load_settings(resolve_root(root))
+    """Print the effective value of a setting (or all of them, with where each comes from).
+
+    Works while the config is broken, to help fix it: bad files and entries are left out (their
+    defaults shown), each is named on stderr, and the exit code is 2.
+    """
+    problems: list[str] = []
+    settings = load_settings(resolve_root(root, allow_broad=True), problems=problems)
+    noted = {"problems": problems} if problems else {}  # the document gains the field only when needed
+    for problem in problems:
+        err.print(f"ragx: error: {problem} (ignored here; every other command refuses it)", markup=False)
     if key is None:
         if json_out:
-            emit_json(schemas.CONFIG, {"settings": as_dict(settings), "sources": settings.sources})
-            return
-        for section, values in as_dict(settings).items():
-            for name, value in values.items():
-                dotted = f"{section}.{name}"
-                typer.echo(f"{dotted} = {json.dumps(value)}  # {settings.sources.get(dotted)}")
-        return
-    value = get_value(settings, key)
-    value = list(value) if isinstance(value, tuple) else value
-    if json_out:
-        emit_json(schemas.CONFIG, {"key": key, "value": value, "source": settings.sources.get(key)})
+            emit_json(schemas.CONFIG, {"settings": as_dict(settings), "sources": settings.sources} | noted)
+        else:
+            for section, values in as_dict(settings).items():
+                for name, value in values.items():
+                    dotted = f"{section}.{name}"
+                    echo(f"{dotted} = {json.dumps(value)}  # {settings.sources.get(dotted)}")
     else:
-        typer.echo(json.dumps(value) if not isinstance(value, str) else value)
+        value = get_value(settings, key)
+        value = list(value) if isinstance(value, tuple) else value
+        if json_out:
+            emit_json(schemas.CONFIG, {"key": key, "value": value, "source": settings.sources.get(key)} | noted)
+        else:
+            echo(json.dumps(value) if not isinstance(value, str) else value)
+    if problems:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @config_app.command("set")

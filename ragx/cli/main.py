@@ -1,14 +1,41 @@
-"""Entry point: registers the command modules and maps errors to exit codes (0 ok, 1 empty, 2 error)."""
+"""Entry point: registers the command modules and is the CLI's one error boundary.
+
+Exit codes: 0 ok, 1 success with nothing to show, 2 error. Whatever a command raises ends here as ONE
+line on stderr: a RagxError as it is, a disk or SQLite failure translated by `errors.as_ragx_error`
+(with its hint), anything else as an internal error (RAGX_DEBUG=1 shows the traceback instead).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
 
-from ..errors import EXIT_ERROR, RagxError
-from .app import app, invocation
+from ..errors import EXIT_ERROR, RagxError, as_ragx_error
+from .app import app, invocation, visible
 from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> None:
+    """Print `ragx: error: <message>` as one terminal-safe line and exit."""
+    try:
+        print(f"ragx: error: {visible(message)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # stderr closed or gone: the exit code still tells
+        pass
+    sys.exit(code)
+
+
+def as_error(exc: Exception) -> RagxError:
+    """The RagxError to report for `exc`; an unexpected exception is a bug, said so in one line."""
+    known = as_ragx_error(exc)
+    if known is not None:
+        return known
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return RagxError(
+        f"internal error: {type(exc).__name__}{': ' + first if first else ''} "
+        "(a bug in ragx: please report it; RAGX_DEBUG=1 shows the traceback)"
+    )
 
 
 def run(argv: list[str] | None = None) -> None:
@@ -17,22 +44,36 @@ def run(argv: list[str] | None = None) -> None:
     try:
         # Without standalone mode a typer.Exit comes back as a return code instead of being raised.
         code = command.main(args=argv, prog_name="ragx", standalone_mode=False)
-    except RagxError as exc:
-        print(f"ragx: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except typer.Abort:
+        fail("aborted")
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except BrokenPipeError:  # stdout closed by the reader (`| head`): nothing more to say
+        _silence_stdout()
+        sys.exit(1)
+    except RagxError as exc:
+        fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument, bad value
         show = getattr(exc, "show", None)
-        show() if show else print(f"ragx: error: {exc.format_message()}", file=sys.stderr)
+        show() if show else fail(exc.format_message())
         sys.exit(EXIT_ERROR)
-    except typer.Abort:
-        print("ragx: aborted", file=sys.stderr)
-        sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
-        print("ragx: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the boundary: never a traceback
+        if os.environ.get("RAGX_DEBUG"):
+            raise
+        error = as_error(exc)
+        fail(str(error), error.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

@@ -28,8 +28,7 @@ def query_command(
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
-    if text == "-":
-        text = sys.stdin.read()
+    text = _read_stdin() if text == "-" else _checked(text, "the query")
     if not text.strip():
         raise UsageError("empty query")
     corpus = Corpus.open(root, need_index=True)
@@ -47,6 +46,33 @@ def query_command(
         if not json_out:
             out.print("no results")
         raise typer.Exit(EXIT_EMPTY)
+
+
+def _read_stdin() -> str:
+    """The query piped in with `ragx query -`: stdin must be open and hold UTF-8 text."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise UsageError("`ragx query -` reads the query from stdin, but stdin is closed")
+    binary = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
+    try:
+        data = binary.read() if binary is not None else sys.stdin.read()
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"`ragx query -` cannot read stdin: {getattr(exc, 'strerror', None) or exc}") from None
+    if isinstance(data, str):
+        return _checked(data, "the query on stdin")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the query on stdin is not valid UTF-8 (byte {exc.start})") from None
+
+
+def _checked(text: str, what: str) -> str:
+    """A command-line argument the shell passed with bytes that are not UTF-8 (Python keeps them as
+    surrogate escapes) cannot be searched or printed: one clear error instead of a crash later."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what} is not valid UTF-8 (character {exc.start})") from None
+    return text
 
 
 def _print_path(path: list[dict]) -> None:

@@ -44,5 +44,7 @@ def status_command(
         line = f"drift       {d['new']} new, {d['changed']} changed, {d['deleted']} deleted"
         if d["unreadable"]:
             line += f", {d['unreadable']} unreadable"
+        if info.get("skipped"):
+            line += f"; {info['skipped']} files skipped (binary, too large or not UTF-8)"
         out.print(line)
     raise typer.Exit(code)

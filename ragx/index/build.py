@@ -14,7 +14,7 @@ from ..config import Settings
 from .arrays import build_arrays
 from .identity import check_identity, index_identity
 from .layout import Layout
-from .plan import IndexReport, Reporter, SilentReporter, plan, scan
+from .plan import IndexReport, Reporter, SilentReporter, plan, scan, undecodable_rows
 from .snapshot import HNSW
 from .store import Store
 
@@ -47,12 +47,18 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     generation = int(manifest.get("generation", 0))
     layout.remove_stale(keep={generation, generation - 1})
     diff = scan(layout, store, settings, full, only, report, reporter)
-    if not diff.has_changes and generation > 0 and (layout.gen(generation) / HNSW).exists():
-        if diff.touched:
-            store.touch_files(diff.touched)
+    have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
+    if not diff.has_changes and have_arrays:
+        rows = undecodable_rows(diff.undecodable)
+        if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():
+            store.record_undecodable(diff.touched, rows)
         _fill_counts(store, report)
         return
     change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
+    if have_arrays and change.only_undecodable:  # nothing indexable changed: no new generation
+        store.record_undecodable(change.touched, change.undecodable)
+        _fill_counts(store, report)
+        return
     arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim)
     new_gen = generation + 1
     checksums = arrays.write(layout, new_gen)

@@ -23,6 +23,8 @@ class CorpusDiff:
     unchanged: int = 0
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
+    # Files found again unchanged since a run could not decode them (not UTF-8): skipped, not new.
+    undecodable: list[FoundFile] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -39,6 +41,7 @@ class CorpusDiff:
             deleted=[r for r in self.deleted if inside(r.path)],
             problems=[p for p in self.problems if inside(p.path)],
             skipped=[p for p in self.skipped if inside(p.path)],
+            undecodable=self.undecodable,  # all of them: they stay remembered whatever the prefix
         )
         out.unchanged = self.unchanged + (len(self.changed) - len(out.changed)) + (len(self.deleted) - len(out.deleted))
         return out
@@ -54,14 +57,21 @@ def discover_settings(settings: Settings) -> DiscoverSettings:
     )
 
 
-def diff_corpus(root: Path, settings: Settings, stored: dict[str, FileRow]) -> CorpusDiff:
+def diff_corpus(
+    root: Path, settings: Settings, stored: dict[str, FileRow], undecodable: dict[str, tuple[int, int]] | None = None
+) -> CorpusDiff:
+    """`undecodable`: {path: (size, mtime_ns)} of files known not to be UTF-8 (Store.undecodable)."""
     found: Discovery = discover(root, discover_settings(settings))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
+    undecodable = undecodable or {}
     seen = set()
     for f in found.files:
         seen.add(f.path)
         row = stored.get(f.path)
-        if row is None:
+        if row is None and undecodable.get(f.path) == (f.size, f.mtime_ns):
+            out.undecodable.append(f)
+            out.skipped.append(Problem(f.path, "not valid UTF-8"))
+        elif row is None:
             out.new.append(f)
         elif row.size == f.size and row.mtime_ns == f.mtime_ns:
             out.unchanged += 1

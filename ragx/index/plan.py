@@ -88,7 +88,7 @@ class ChangeSet:
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
     """The diff of an index run; `full` makes every found file new and every stored one deleted."""
     stored = store.files()
-    diff = diff_corpus(layout.root, settings, {} if full else stored)
+    diff = diff_corpus(layout.root, settings, {} if full else stored, {} if full else store.undecodable())
     if only is not None and not full:
         diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
@@ -105,14 +105,21 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
     return diff
 
 
+def undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
+    return sorted({(f.path, f.size, f.mtime_ns) for f in files})
+
+
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter):
     out_files: list[tuple[FoundFile, str]] = []
     out_chunks: list[tuple[int, Chunk]] = []
+    undecodable: list[FoundFile] = []
     for f in files:
         try:
             data, text = read_text(f.abspath)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else str(getattr(exc, "strerror", None) or exc)
+            if isinstance(exc, UnicodeDecodeError):  # remembered, so drift and the next run skip it until it changes
+                undecodable.append(f)
             report.problems.append({"path": f.path, "reason": reason})
             reporter.warn(f"{f.path}: {reason}; not indexed")
             continue
@@ -120,7 +127,7 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
         out_files.append((f, hash_bytes(data)))
         out_chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
-    return out_files, out_chunks
+    return out_files, out_chunks, undecodable
 
 
 def plan(
@@ -133,7 +140,7 @@ def plan(
         target_tokens=min(settings.chunking.target_tokens, counter.max_content_tokens),
         min_tokens=settings.chunking.min_tokens,
     )
-    files, chunks = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    files, chunks, failed = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
     texts = [c.text for _, c in chunks]
     reusable = reusable_vectors(layout, store, manifest, embedder)
     new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
@@ -155,6 +162,7 @@ def plan(
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
         next_chunk=int(next_chunk + len(new_ids)),
+        undecodable=undecodable_rows(diff.undecodable + failed),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import CorruptIndexError, NoIndexError
+from ..errors import REBUILD, NoIndexError, sqlite_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
@@ -107,8 +107,8 @@ class Store:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.executescript(SCHEMA)
             self.db.execute("SELECT count(*) FROM manifest").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise CorruptIndexError(f"index database {path} is unreadable: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # damaged, unwritable or full: one line with its remedy
+            raise sqlite_error(exc, path) from None
 
     def close(self) -> None:
         self.db.close()
@@ -270,11 +270,6 @@ class Store:
         return self.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
 
     # ---- writes of an index run -------------------------------------------------------------------
-    def touch_files(self, touched) -> None:
-        """New size and mtime of files whose content did not change (one transaction)."""
-        with self.transaction() as db:
-            _touch(db, touched)
-
     def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any]) -> None:
         """The one transaction of an index run: files, chunks, lexical rows, knn, communities, manifest."""
         with self.transaction() as db:
@@ -291,6 +286,7 @@ class Store:
             )
             db.execute("DELETE FROM communities")
             db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(arrays.live.tolist(), arrays.community.tolist()))
+            Store.write_undecodable(db, change.undecodable)
             Store.write_manifest(db, manifest)
 
     def counts(self) -> dict[str, int]:
@@ -302,6 +298,42 @@ class Store:
             "communities": one("SELECT count(DISTINCT community) FROM communities WHERE community >= 0"),
         }
 
+    # ---- files that are not UTF-8 ----
+    # Remembered with their size and mtime so that, until such a file changes, drift does not count it
+    # as new and an index run neither reads it again nor writes a new generation for it.
+    def undecodable(self) -> dict[str, tuple[int, int]]:
+        """{path: (size, mtime_ns)} of the files the last runs could not decode (empty for older indexes)."""
+        try:
+            rows = self.db.execute("SELECT path, size, mtime_ns FROM undecodable").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+        return {path: (size, mtime_ns) for path, size, mtime_ns in rows}
+
+    def record_undecodable(self, touched, rows: Sequence[tuple[str, int, int]]) -> None:
+        """A run with nothing to index still records touched files' stats and the undecodable list."""
+        with self.transaction() as db:
+            _touch(db, touched)
+            Store.write_undecodable(db, rows)
+
+    @staticmethod
+    def write_undecodable(db: sqlite3.Connection, rows: Sequence[tuple[str, int, int]]) -> None:
+        """Replace the list of undecodable files (inside the caller's transaction)."""
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS undecodable(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL)"
+        )
+        db.execute("DELETE FROM undecodable")
+        db.executemany("INSERT OR REPLACE INTO undecodable(path, size, mtime_ns) VALUES (?, ?, ?)", rows)
+
+    def integrity_problems(self, limit: int = 3) -> list[str]:
+        """SQLite's own check of every page of the database file (`status --deep`): [] when sound."""
+        rows = [r[0] for r in self.db.execute(f"PRAGMA quick_check({int(limit)})").fetchall()]
+        if rows == ["ok"]:
+            return []
+        lines = [line.strip() for row in rows for line in str(row).splitlines() if line.strip()]
+        found = "; ".join(line for line in lines if not line.startswith("***")) or "; ".join(lines)  # drop SQLite's header
+        return [f"the index database is damaged ({found}): {REBUILD}"]
 
 def _fill_temp(db: sqlite3.Connection, name: str, ids) -> None:
     db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name}(id INTEGER PRIMARY KEY)")

@@ -8,6 +8,8 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
+from ..errors import CorruptIndexError
+
 M = 16
 EF_CONSTRUCTION = 200
 EF_SEARCH = 200
@@ -29,7 +31,10 @@ class VectorIndex:
     @classmethod
     def load(cls, path: Path, dim: int, extra_capacity: int = 0) -> "VectorIndex":
         index = hnswlib.Index(space="cosine", dim=dim)
-        index.load_index(str(path), max_elements=0)
+        try:
+            index.load_index(str(path), max_elements=0)
+        except RuntimeError as exc:  # hnswlib's word for a damaged or truncated file
+            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
         if extra_capacity:
             index.resize_index(index.get_current_count() + extra_capacity)
         index.set_ef(EF_SEARCH)

@@ -29,7 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from .. import __version__, schemas
-from ..errors import RagxError
+from ..errors import as_ragx_error
 from .service import Service
 
 log = logging.getLogger("ragx.mcp")
@@ -94,10 +94,11 @@ def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
     """Run one tool call; every failure becomes a tool error and the server goes on."""
     try:
         return _ok(work())
-    except RagxError as exc:
-        log.info("%s: %s", tool, exc)
-        return _failed(str(exc))
     except Exception as exc:  # a crash in one call must not end the server
+        known = as_ragx_error(exc)  # a RagxError, or a disk or SQLite failure: the CLI's very line
+        if known is not None:
+            log.info("%s: %s", tool, known)
+            return _failed(str(known))
         log.exception("%s failed unexpectedly", tool)
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         return _failed(f"internal error in {tool}: {type(exc).__name__}" + (f": {first}" if first else ""))

@@ -81,7 +81,7 @@ class Service:
 
     def __init__(self, root: str | Path | None = None):
         # Fails fast (NoCorpusError) when --root is not a folder: nothing could be served.
-        self.root = resolve_root(root)
+        self.root = resolve_root(root, allow_broad=True)  # refused per call below, with its own message
         self.marked = root is not None or find_root() is not None
         # An agent client often starts servers in / or the home folder: never scan or index those by
         # accident. Every call says how to fix the server's config instead.
