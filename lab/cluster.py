@@ -26,16 +26,15 @@ def rdb_storage(url: str, optuna_cfg) -> Any:
 
     retry_cls = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
     interval = optuna_cfg.get("heartbeat_interval")
-    kwargs: dict[str, Any] = {}
-    if interval:
-        kwargs = {"heartbeat_interval": int(interval), "grace_period": int(optuna_cfg.get("grace_period") or 4 * int(interval))}
-        callback = retry_cls(max_retry=optuna_cfg.get("max_retry"))
-        key = "heartbeat_stale_trial_callback" if retry_cls.__name__.startswith("RetryHeartbeat") else "failed_trial_callback"
-        kwargs[key] = callback
     # pool_pre_ping: a worker outlives server restarts and idle-connection reaping
     engine = {"pool_pre_ping": True} if url.startswith("postgresql") else None
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeats: "experimental" since 2.8
+        kwargs: dict[str, Any] = {}
+        if interval:
+            kwargs = {"heartbeat_interval": int(interval), "grace_period": int(optuna_cfg.get("grace_period") or 4 * int(interval))}
+            key = "heartbeat_stale_trial_callback" if retry_cls.__name__.startswith("RetryHeartbeat") else "failed_trial_callback"
+            kwargs[key] = retry_cls(max_retry=optuna_cfg.get("max_retry"))
         return RDBStorage(url, engine_kwargs=engine, **kwargs)
 
 

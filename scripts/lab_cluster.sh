@@ -10,7 +10,8 @@
 #
 # Settings (environment): LAB_CLUSTER_DIR (state folder, default /tmp/ragx-lab-cluster), LAB_PG_PORT
 # (55432), LAB_MLFLOW_PORT (55500), LAB_PG_LISTEN (127.0.0.1; '*' with LAB_PG_ALLOW=CIDR lets workers
-# on other machines in), LAB_PYTHON (the repo's .venv python). Other machines' workers: copy
+# on other machines in), LAB_MLFLOW_HOST (127.0.0.1; 0.0.0.0 with LAB_MLFLOW_ALLOWED_HOSTS=host:port,...
+# for other machines), LAB_PYTHON (the repo's .venv python). Other machines' workers: copy
 # $LAB_CLUSTER_DIR/env (URLs with the generated password), mount the pass folder, and run
 #   python -m lab sweep [overrides] worker=I passes_from=shared report=false
 # Exit 3: PostgreSQL is not installed and cannot be (not root, or no apt-get).
@@ -52,7 +53,7 @@ as_pg() {
 }
 
 password() { cat "$STATE/pg.password"; }
-pg_url() { echo "postgresql://ragx:$(password)@127.0.0.1:$PG_PORT/$1"; }
+pg_url() { echo "postgresql+psycopg://ragx:$(password)@127.0.0.1:$PG_PORT/$1"; }  # psycopg 3 (the [lab] extra)
 pg_running() { as_pg "$(pg_bin)/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; }
 psql_admin() { PGPASSWORD=$(password) "$(pg_bin)/psql" -h 127.0.0.1 -p "$PG_PORT" -U ragx -d postgres -v ON_ERROR_STOP=1 -qAt "$@"; }
 
@@ -61,12 +62,12 @@ start_postgres() {
     mkdir -p "$PGDATA"
     [ -s "$STATE/pg.password" ] || "$PY" -c 'import secrets; print(secrets.token_hex(16))' > "$STATE/pg.password"
     chmod 600 "$STATE/pg.password"
-    cp "$STATE/pg.password" "$PGDATA/.pw"
-    [ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || as_pg true; chown -R postgres "$PGDATA"; }
+    cp "$STATE/pg.password" "$STATE/.pw-initdb"  # initdb reads it as the server's user
+    [ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || as_pg true; chown postgres "$PGDATA" "$STATE/.pw-initdb"; }
     chmod 700 "$PGDATA"
-    as_pg "$(pg_bin)/initdb" -D "$PGDATA" -U ragx --pwfile="$PGDATA/.pw" -E UTF8 --auth-local=trust --auth-host=scram-sha-256 >"$STATE/initdb.log" 2>&1 \
-      || { cat "$STATE/initdb.log" >&2; exit 1; }
-    rm -f "$PGDATA/.pw"
+    as_pg "$(pg_bin)/initdb" -D "$PGDATA" -U ragx --pwfile="$STATE/.pw-initdb" -E UTF8 --auth-local=trust --auth-host=scram-sha-256 >"$STATE/initdb.log" 2>&1 \
+      || { rm -f "$STATE/.pw-initdb"; cat "$STATE/initdb.log" >&2; exit 1; }
+    rm -f "$STATE/.pw-initdb"
     [ -n "${LAB_PG_ALLOW:-}" ] && echo "host all ragx $LAB_PG_ALLOW scram-sha-256" >> "$PGDATA/pg_hba.conf"
   fi
   if ! pg_running; then
@@ -87,9 +88,10 @@ start_mlflow() {
   if ! mlflow_up; then
     # setsid: the server and its web workers form one process group that `down` stops together
     setsid "$PY" -m mlflow server --backend-store-uri "$(pg_url mlflow)" --artifacts-destination "$STATE/artifacts" \
-      --host 127.0.0.1 --port "$ML_PORT" --workers 1 >"$STATE/mlflow.log" 2>&1 < /dev/null &
+      --host "${LAB_MLFLOW_HOST:-127.0.0.1}" --port "$ML_PORT" --workers 1 ${LAB_MLFLOW_ALLOWED_HOSTS:+--allowed-hosts "$LAB_MLFLOW_ALLOWED_HOSTS"} \
+      >"$STATE/mlflow.log" 2>&1 < /dev/null &
     echo $! > "$STATE/mlflow.pid"
-    for _ in $(seq 180); do mlflow_up && break; sleep 1; done
+    for _ in $(seq 180); do mlflow_up && break; kill -0 "$(cat "$STATE/mlflow.pid")" 2>/dev/null || break; sleep 1; done
     mlflow_up || { tail -30 "$STATE/mlflow.log" >&2; say "the MLflow server did not come up"; exit 1; }
   fi
   say "MLflow server on http://127.0.0.1:$ML_PORT (store: PostgreSQL db mlflow; artefacts: $STATE/artifacts)"
@@ -144,6 +146,7 @@ cmd_run() {
 cmd_kill_worker() {
   local i=${1:?usage: kill-worker I}
   . "$STATE/env"
+  for _ in $(seq 600); do [ -s "$STATE/worker-$i.pid" ] && break; sleep 1; done
   local pid; pid=$(cat "$STATE/worker-$i.pid")
   # Wait until worker I holds a RUNNING trial, so that the kill lands mid-trial.
   "$PY" - "$i" <<'EOF'

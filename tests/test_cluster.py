@@ -221,7 +221,7 @@ def test_cluster_two_workers_share_one_postgres_study_tracked_by_the_mlflow_serv
     ml = audit["mlflow"]
     assert ml["tracking_uri"].startswith("http://127.0.0.1:") and ml["runs"] == 2
     assert ml["logged_trials"] == 12 and ml["matches_complete_trials"] and ml["duplicate_steps"] == 0
-    assert cluster["urls"]["RAGX_LAB_STORAGE"].startswith("postgresql://")
+    assert cluster["urls"]["RAGX_LAB_STORAGE"].startswith("postgresql")
     # the workers loaded the one shared pass cache (passes_from=shared), built once by `lab cache`
     assert [p.name for p in (cluster["state"] / "passes" / "refs").iterdir()] == ["tiny-train-base"]
 
