@@ -63,8 +63,8 @@ def cmd_sweep(cfg, overrides) -> int:
           f"({out['seconds'] / max(out['trials'], 1) * 1000:.0f} ms per trial); study has {len(study.trials)} trials")
     best = study.best_trial
     print(f"best trial #{best.number}: {cfg.sweep.objective} = {best.value:.4f}  params {json.dumps(best.params)}")
-    if option(overrides, "report", "true") != "true" or out["data"][trial_params(best.params, out["defaults"])[0]]["corpus"] is None:
-        return 0  # no report asked, or a worker without an index (passes_from=shared)
+    if option(overrides, "report", "true") != "true" or cfg.get("passes_from") == "shared":
+        return 0  # no report asked, or a worker without an index (its report would need a live evaluation)
     build_name, best_params = trial_params(best.params, out["defaults"])
     d = data[build_name]
     qrels = {q.id: q.files for q in d["queries"]}

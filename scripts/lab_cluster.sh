@@ -87,7 +87,8 @@ start_mlflow() {
   mkdir -p "$STATE/artifacts"
   if ! mlflow_up; then
     # setsid: the server and its web workers form one process group that `down` stops together
-    setsid "$PY" -m mlflow server --backend-store-uri "$(pg_url mlflow)" --artifacts-destination "$STATE/artifacts" \
+    # MLflow's job runner (GenAI jobs, ~7 consumer processes) is off: the lab does not use it.
+    MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false setsid "$PY" -m mlflow server --backend-store-uri "$(pg_url mlflow)" --artifacts-destination "$STATE/artifacts" \
       --host "${LAB_MLFLOW_HOST:-127.0.0.1}" --port "$ML_PORT" --workers 1 ${LAB_MLFLOW_ALLOWED_HOSTS:+--allowed-hosts "$LAB_MLFLOW_ALLOWED_HOSTS"} \
       >"$STATE/mlflow.log" 2>&1 < /dev/null &
     echo $! > "$STATE/mlflow.pid"
@@ -125,7 +126,9 @@ cmd_run() {
   "$PY" -m lab study "$@" >/dev/null
   local pids=()
   for i in $(seq 0 $((n - 1))); do
-    "$PY" -m lab sweep "$@" worker="$i" passes_from=shared report=false >"$STATE/worker-$i.log" 2>&1 &
+    # setsid: each worker is its own session, as on its own machine (the kernel's autogroup scheduler
+    # shares CPU between sessions, so workers in one session would split one session's share)
+    setsid "$PY" -m lab sweep "$@" worker="$i" passes_from=shared report=false >"$STATE/worker-$i.log" 2>&1 &
     pids+=($!)
     echo $! > "$STATE/worker-$i.pid"
   done
@@ -180,7 +183,13 @@ cmd_status() {
 
 cmd_down() {
   for f in "$STATE"/worker-*.pid; do [ -e "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; }; done
-  if [ -s "$STATE/mlflow.pid" ]; then kill -- "-$(cat "$STATE/mlflow.pid")" 2>/dev/null || true; rm -f "$STATE/mlflow.pid"; fi
+  if [ -s "$STATE/mlflow.pid" ]; then
+    local group; group=$(cat "$STATE/mlflow.pid")
+    kill -- "-$group" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 -- "-$group" 2>/dev/null || break; sleep 1; done  # until the port is free
+    kill -9 -- "-$group" 2>/dev/null || true
+    rm -f "$STATE/mlflow.pid"
+  fi
   if [ -n "$(pg_bin)" ] && [ -d "$PGDATA" ] && pg_running; then as_pg "$(pg_bin)/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null; fi
   say "stopped"
   if [ "${1:-}" = --purge ]; then rm -rf "$STATE"; say "removed $STATE"; fi
