@@ -2,11 +2,14 @@
 
     cache    build (or refresh) the pass caches of a dataset split for every build of the sweep
     sweep    run an Optuna study on cached passes, tracked in MLflow; then sensitivity + plots
-             (worker=N for extra workers on the same study; report=false skips the plots)
+             (worker=N for extra workers on the same study; trials=N this worker's trials;
+             study_trials=N: run until the study holds N complete trials; report=false skips the plots)
+    study    audit a study: its trials by state, retries, duplicates, and the trials MLflow recorded
     promote  check the study's best parameters on the held-out splits with `ragx eval`, and write
              them into ragx/defaults.toml (and the regression baselines) only if they are no worse
 
 Configs live in configs/ (Hydra): e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`.
+Several machines: scripts/lab_cluster.sh (PostgreSQL study, MLflow server, shared pass caches).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    extra = [o for o in overrides if not o.startswith(("worker=", "report=", "trials="))]
+    extra = [o for o in overrides if not o.startswith(("worker=", "report=", "trials=", "study_trials="))]
     with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
         return hydra_compose(config_name="lab", overrides=extra)
 
@@ -41,7 +44,7 @@ def cmd_cache(cfg, overrides) -> int:
     started = time.perf_counter()
     data = load_passes(cfg)
     for name, d in data.items():
-        print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root}")
+        print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root if d['corpus'] else '(shared, no index)'}")
     print(f"done in {time.perf_counter() - started:.1f} s")
     return 0
 
@@ -53,14 +56,15 @@ def cmd_sweep(cfg, overrides) -> int:
 
     worker = int(option(overrides, "worker", "0"))
     trials = option(overrides, "trials", "")
-    out = run(cfg, worker=worker, n_trials=int(trials) if trials else None)
+    study_trials = option(overrides, "study_trials", "")
+    out = run(cfg, worker=worker, n_trials=int(trials) if trials else None, study_trials=int(study_trials) if study_trials else None)
     study, data = out["study"], out["data"]
     print(f"worker {worker}: {out['trials']} trials re-scored offline in {out['seconds']:.1f} s "
           f"({out['seconds'] / max(out['trials'], 1) * 1000:.0f} ms per trial); study has {len(study.trials)} trials")
     best = study.best_trial
     print(f"best trial #{best.number}: {cfg.sweep.objective} = {best.value:.4f}  params {json.dumps(best.params)}")
-    if option(overrides, "report", "true") != "true":
-        return 0
+    if option(overrides, "report", "true") != "true" or cfg.get("passes_from") == "shared":
+        return 0  # no report asked, or a worker without an index (its report would need a live evaluation)
     build_name, best_params = trial_params(best.params, out["defaults"])
     d = data[build_name]
     qrels = {q.id: q.files for q in d["queries"]}
@@ -110,7 +114,25 @@ def cmd_promote(cfg, overrides) -> int:
     return promote(cfg, REPO)
 
 
-COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "promote": cmd_promote}
+def cmd_study(cfg, overrides) -> int:
+    """Create the study if missing (one process creates the storage's tables before workers race to),
+    and print its audit as JSON: trials by state, retries, duplicates, and MLflow's record of it."""
+    import optuna
+
+    from .cluster import audit_mlflow, audit_study
+    from .sweep import storage_url
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna)
+    study = optuna.create_study(study_name=cfg.optuna.study_name, storage=storage, direction="maximize", load_if_exists=True)
+    out = audit_study(study)
+    out["mlflow"] = audit_mlflow(cfg.mlflow.tracking_uri, cfg.mlflow.experiment, cfg.optuna.study_name)
+    out["mlflow"]["matches_complete_trials"] = out["mlflow"]["steps"] == out["complete_numbers"]
+    print(json.dumps(out, default=str))
+    return 0
+
+
+COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "study": cmd_study, "promote": cmd_promote}
 
 
 def main(argv: list[str]) -> int:

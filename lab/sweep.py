@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -19,44 +20,71 @@ from ragx.search.candidates import PassCaps
 from ragx.search.params import Params
 
 from .builds import build, prepare
-from .passes import StaleCacheError, build_cache, check_fresh, load_cache
+from .caches import read_ref, shared_passes
+from .cluster import optimize, rdb_storage
+from .passes import load_cache
 from .rescore import rescore
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
 
 
-def storage_url(spec: str | None, cache_root: Path) -> Any:
-    """None -> a SQLite file in the cache; 'journal:PATH' -> a journal file; anything else: an RDB URL."""
+def storage_url(spec: str | None, cache_root: Path, optuna_cfg=None) -> Any:
+    """None -> a SQLite file in the cache; 'journal:PATH' -> a journal file; anything else: an RDB URL
+    (postgresql://user:password@host:port/db for several machines). With `optuna_cfg`, an RDB storage
+    gets heartbeats and the retry of trials whose worker died (lab.cluster.rdb_storage)."""
     import optuna
 
     if not spec:
         cache_root.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{(cache_root / 'optuna.db').resolve()}"
+        spec = f"sqlite:///{(cache_root / 'optuna.db').resolve()}"
     if spec.startswith("journal:"):
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
 
         return JournalStorage(JournalFileBackend(spec.removeprefix("journal:")))
-    return optuna.storages.RDBStorage(spec) if "://" in spec else spec
+    if "://" not in spec:
+        return spec
+    return rdb_storage(spec, optuna_cfg) if optuna_cfg is not None else optuna.storages.RDBStorage(spec)
+
+
+def pass_root(cfg) -> Path:
+    """Where pass caches live: `pass_cache` (a folder every worker can read, e.g. on NFS) or the cache root."""
+    return Path(cfg.get("pass_cache") or Path(cfg.cache_root) / "passes")
 
 
 def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
-    """Per build: cached passes (built or refreshed when stale), file paths and labels."""
-    cache_root = Path(cfg.cache_root)
-    base, queries = prepare(cfg.dataset, cfg.split, reporter)
+    """Per build: cached passes (built under a lock when no worker has yet), file paths and labels.
+
+    With `passes_from=shared` a worker opens no index at all: it loads the caches that the refs in the
+    shared pass folder name (written by `python -m lab cache` on the machine that holds the index);
+    its `corpus` is then None."""
+    root = pass_root(cfg)
     caps = PassCaps(**cfg.caps)
+    names = {b["name"]: f"{cfg.dataset.name}-{cfg.split}-{b['name']}" for b in cfg.sweep.builds}
     out = {}
+    if cfg.get("passes_from", "index") == "shared":
+        for b, name in names.items():
+            passes, meta = load_cache(read_ref(root, name))
+            queries = [_Labelled(qid, files) for qid, files in meta["labels"].items()]
+            out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": queries}
+        return out
+    base, queries = prepare(cfg.dataset, cfg.split, reporter)
     for b in cfg.sweep.builds:
-        corpus = build(base, b["name"], dict(b.get("settings") or {}), cache_root / "builds" / cfg.dataset.name, reporter)
-        folder = cache_root / "passes" / f"{cfg.dataset.name}-{cfg.split}-{b['name']}"
-        try:
-            check_fresh(folder, corpus, caps)
-        except (FileNotFoundError, StaleCacheError) as exc:
-            print(f"lab: caching passes for build {b['name']} ({exc.__class__.__name__})", flush=True)
-            build_cache(corpus, queries, caps, folder)
+        corpus = build(base, b["name"], dict(b.get("settings") or {}), Path(cfg.cache_root) / "builds" / cfg.dataset.name, reporter)
+        folder, built = shared_passes(corpus, queries, caps, root, names[b["name"]])
+        if built:
+            print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
         passes, meta = load_cache(folder)
         out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries}
     return out
+
+
+@dataclasses.dataclass
+class _Labelled:
+    """The part of a labelled query a sweep needs (its labels), rebuilt from a cache's meta."""
+
+    id: str
+    files: dict[str, int]
 
 
 def objective_value(means: dict[str, float], objective: str) -> float:
@@ -80,7 +108,9 @@ def trial_params(best: dict[str, Any], defaults: Params) -> tuple[str, Params]:
     return build_name, defaults.replace(**{k: v for k, v in best.items() if k in PARAM_TYPES})
 
 
-def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
+def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None) -> dict[str, Any]:
+    """One worker of a study. `n_trials`: this worker's trials; `study_trials`: run until the study holds
+    that many COMPLETE trials (then `n_trials` is only a cap); neither: sweep.n_trials for this worker."""
     import mlflow
     import optuna
 
@@ -93,25 +123,28 @@ def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
 
     def objective(trial):
+        trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
         name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
         params = suggest(trial, space, defaults)
+        started = time.perf_counter()
         r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"])
+        trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
         for metric, value in r.means.items():
             trial.set_user_attr(metric, value)
         return objective_value(r.means, objective_name)
 
     study = optuna.create_study(
         study_name=cfg.optuna.study_name,
-        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root)),
+        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
         direction="maximize",
         sampler=optuna.samplers.TPESampler(seed=int(cfg.optuna.seed) + worker),
         load_if_exists=True,
     )
     start_tracking(cfg)
-    trials = int(n_trials if n_trials is not None else cfg.sweep.n_trials)
+    per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
         mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": cfg.dataset.name, "split": cfg.split, "worker": worker})
-        mlflow.log_params({"dataset": cfg.dataset.name, "split": cfg.split, "objective": objective_name, "n_trials": trials,
+        mlflow.log_params({"dataset": cfg.dataset.name, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
                            "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space)})
         mlflow.log_dict({b: data[b]["meta"]["index"] for b in builds}, "index_manifests.json")
 
@@ -120,9 +153,10 @@ def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
                 mlflow.log_metrics({"objective": trial.value, **metric_names(trial.user_attrs)}, step=trial.number)
 
         started = time.perf_counter()
-        study.optimize(objective, n_trials=trials, callbacks=[track], gc_after_trial=False)
+        trials = optimize(study, objective, [track], per_worker, study_trials)
         seconds = time.perf_counter() - started
         mlflow.log_metric("sweep_seconds", seconds)
+        mlflow.log_metric("trials_run", trials)
         best = study.best_trial
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
@@ -131,28 +165,37 @@ def run(cfg, worker: int = 0, n_trials: int | None = None) -> dict[str, Any]:
 
 
 def metric_names(values: dict[str, float]) -> dict[str, float]:
-    """MLflow metric names can't hold '@': nDCG@10 -> nDCG_at_10."""
-    return {k.replace("@", "_at_"): v for k, v in values.items()}
+    """The numeric user attributes (not e.g. `worker`); MLflow metric names can't hold '@': nDCG@10 -> nDCG_at_10."""
+    return {k.replace("@", "_at_"): v for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def start_tracking(cfg) -> None:
-    """Point MLflow at the configured store; a local SQLite store gets its folder and artefact root."""
+    """Point MLflow at the configured store. A local SQLite store gets its folder and a local artefact
+    root; a tracking server (http://...) keeps artefacts where it was told to (its shared root)."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     uri = cfg.mlflow.tracking_uri
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(cfg.mlflow.experiment) is None:
-        artifacts = Path(cfg.mlflow.artifacts).resolve()
-        artifacts.mkdir(parents=True, exist_ok=True)
-        mlflow.create_experiment(cfg.mlflow.experiment, artifact_location=artifacts.as_uri())
+        location = None
+        if not uri.startswith(("http://", "https://")):
+            artifacts = Path(cfg.mlflow.artifacts).resolve()
+            artifacts.mkdir(parents=True, exist_ok=True)
+            location = artifacts.as_uri()
+        try:
+            mlflow.create_experiment(cfg.mlflow.experiment, artifact_location=location)
+        except MlflowException:  # another worker created it in between
+            if mlflow.get_experiment_by_name(cfg.mlflow.experiment) is None:
+                raise
     mlflow.set_experiment(cfg.mlflow.experiment)
 
 
 def best_params_toml(params: dict[str, Any], metrics: dict[str, float], cfg) -> str:
     lines = [f"# best trial of study {cfg.optuna.study_name} ({cfg.dataset.name} {cfg.split})"]
-    lines += [f"# {k} = {v:.4f}" for k, v in metrics.items()]
+    lines += [f"# {k} = {v:.4f}" for k, v in metrics.items() if isinstance(v, (int, float))]
     lines.append("[search]")
     lines += [f"{k} = {json.dumps(v)}" for k, v in params.items() if k in PARAM_TYPES]
     if "build" in params:

@@ -1,0 +1,157 @@
+"""Sweeps on several workers and machines: one Optuna study in an RDB (PostgreSQL for several
+machines), heartbeats so that a dead worker's trial is failed and retried, a study-wide trial
+budget, and an audit of the study against the MLflow runs that tracked it.
+
+Why the budget loop instead of `study.optimize(n_trials=...)` alone: a worker's `n_trials` counts
+its own trials, so a worker that dies leaves the study short. With `study_trials=N` every worker runs
+one trial at a time until the study holds N COMPLETE trials; while the study's COMPLETE + RUNNING +
+WAITING trials already reach N it does not start a new one but waits for them (a RUNNING trial whose
+worker died goes stale after the grace period, is failed and re-queued as WAITING by the retry
+callback, and is then picked up by a survivor).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+
+def rdb_storage(url: str, optuna_cfg) -> Any:
+    """An RDBStorage with heartbeats and retry of trials whose worker stopped beating."""
+    import warnings
+
+    import optuna
+    from optuna.storages import RDBStorage
+
+    retry_cls = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
+    interval = optuna_cfg.get("heartbeat_interval")
+    # pool_pre_ping: a worker outlives server restarts and idle-connection reaping
+    engine = {"pool_pre_ping": True} if url.startswith("postgresql") else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeats: "experimental" since 2.8
+        kwargs: dict[str, Any] = {}
+        if interval:
+            kwargs = {"heartbeat_interval": int(interval), "grace_period": int(optuna_cfg.get("grace_period") or 4 * int(interval))}
+            key = "heartbeat_stale_trial_callback" if retry_cls.__name__.startswith("RetryHeartbeat") else "failed_trial_callback"
+            kwargs[key] = retry_cls(max_retry=optuna_cfg.get("max_retry"))
+        return RDBStorage(url, engine_kwargs=engine, **kwargs)
+
+
+def state_counts(study) -> Counter:
+    return Counter(t.state.name for t in study.get_trials(deepcopy=False))
+
+
+def optimize(study, objective, callbacks, per_worker: int | None, study_trials: int | None, poll: float = 2.0) -> int:
+    """Run trials until this worker ran `per_worker` or the study holds `study_trials` COMPLETE ones."""
+    ran = 0
+    while per_worker is None or ran < per_worker:
+        fail_stale(study)
+        if study_trials is not None:
+            counts = state_counts(study)
+            if counts["COMPLETE"] >= study_trials:
+                break
+            if counts["COMPLETE"] + counts["RUNNING"] + counts["WAITING"] >= study_trials:
+                time.sleep(poll)  # the rest is running (or will be re-queued once its worker is found dead)
+                continue
+        study.optimize(objective, n_trials=1, callbacks=callbacks, gc_after_trial=False)
+        ran += 1
+    return ran
+
+
+def fail_stale(study) -> None:
+    """Fail (and so re-queue, through the retry callback) the RUNNING trials whose worker died."""
+    import warnings
+
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    _fail_never_beaten(study)
+
+
+def _fail_never_beaten(study) -> None:
+    """Optuna only fails a RUNNING trial whose heartbeat went stale; a worker killed between creating its
+    trial and its first heartbeat leaves a trial with no heartbeat at all, which Optuna would leave
+    RUNNING forever (and the study-wide budget would wait on it). Such a trial older than the grace
+    period is failed here, with the same callback."""
+    import copy
+    from datetime import datetime
+
+    import optuna
+    import sqlalchemy
+
+    storage = study._storage
+    grace = getattr(storage, "grace_period", None) or 2 * (getattr(storage, "heartbeat_interval", None) or 0)
+    if not grace or not hasattr(storage, "engine"):
+        return
+    now = datetime.now()
+    old = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+           if t.datetime_start and (now - t.datetime_start).total_seconds() > grace]
+    if not old:
+        return
+    with storage.engine.connect() as conn:  # Optuna's own heartbeat table (schema of its RDB storage)
+        beating = {row[0] for row in conn.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats"))}
+    callback = storage.get_heartbeat_stale_trial_callback()
+    for t in old:
+        if t._trial_id in beating:
+            continue  # Optuna's own stale check covers it
+        try:
+            if storage.set_trial_state_values(t._trial_id, state=optuna.trial.TrialState.FAIL) and callback:
+                callback(study, copy.deepcopy(storage.get_trial(t._trial_id)))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # another worker failed it first
+
+
+def audit_study(study) -> dict[str, Any]:
+    """What the storage holds: trials by state, retries, per-worker counts, and duplicates (none expected)."""
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    numbers = [t.number for t in trials]
+    param_sets = Counter(tuple(sorted(t.params.items())) for t in complete)
+    retried = {t.number: t.system_attrs.get("failed_trial") for t in trials if "failed_trial" in t.system_attrs}
+    starts = [t.datetime_start for t in complete if t.datetime_start]
+    ends = [t.datetime_complete for t in complete if t.datetime_complete]
+    minutes = (max(ends) - min(starts)).total_seconds() / 60 if complete else 0.0
+    return {
+        "study": study.study_name,
+        "trials": len(trials),
+        "states": dict(state_counts(study)),
+        "duplicate_numbers": len(numbers) - len(set(numbers)),
+        "duplicate_complete_params": sum(n - 1 for n in param_sets.values() if n > 1),
+        "retries": {str(k): v for k, v in retried.items()},
+        "failed": [t.number for t in trials if t.state.name == "FAIL"],
+        "complete_by_worker": dict(Counter(str(t.user_attrs.get("worker")) for t in complete)),
+        "wall_minutes": round(minutes, 3),
+        "mean_trial_seconds": _mean([(t.datetime_complete - t.datetime_start).total_seconds() for t in complete]),
+        "mean_rescore_seconds": _mean([t.user_attrs["rescore_seconds"] for t in complete if "rescore_seconds" in t.user_attrs]),
+        "trials_per_minute": round(len(complete) / minutes, 2) if minutes else None,
+        "complete_numbers": sorted(t.number for t in complete),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def audit_mlflow(tracking_uri: str, experiment: str, study_name: str) -> dict[str, Any]:
+    """The study's trials as MLflow saw them: every worker run's `objective` history, by trial number."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return {"runs": 0, "logged_trials": 0, "steps": []}
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.study = '{study_name}'", max_results=1000)
+    steps = []
+    for r in runs:
+        steps += [m.step for m in client.get_metric_history(r.info.run_id, "objective")]
+    return {
+        "tracking_uri": tracking_uri,
+        "runs": len(runs),
+        "run_status": dict(Counter(r.info.status for r in runs)),
+        "logged_trials": len(steps),
+        "duplicate_steps": len(steps) - len(set(steps)),
+        "steps": sorted(steps),
+    }

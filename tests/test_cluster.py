@@ -1,0 +1,231 @@
+"""Sweeps beyond one machine: shared content-addressed pass caches raced by two processes, a worker
+killed mid-trial (its trial failed by the heartbeat and retried once, none counted twice), and the
+whole cluster for real (PostgreSQL + MLflow server + workers, via scripts/lab_cluster.sh)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("polars")
+pytest.importorskip("optuna")
+
+from fakes import HashEmbedder, make_corpus  # noqa: E402
+
+from lab.caches import content_key, read_ref, shared_passes  # noqa: E402
+from lab.passes import build_cache, code_hash, index_fingerprint, load_cache  # noqa: E402
+from ragx.api import Corpus  # noqa: E402
+from ragx.config import load_settings  # noqa: E402
+from ragx.eval.queries import load_queries  # noqa: E402
+from ragx.index.build import run_index  # noqa: E402
+from ragx.search.candidates import PassCaps  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+CAPS = PassCaps(dense_n=30, lexical_n=30, hops=2, query_floor=0.1)
+
+
+@pytest.fixture
+def corpus_and_queries(tmp_path, monkeypatch):
+    import ragx.models.registry as registry
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+    root = tmp_path / "corpus"
+    root.mkdir()
+    make_corpus(root, n_per_topic=8)
+    run_index(root, load_settings(root), HashEmbedder())
+    qfile = tmp_path / "q.jsonl"
+    words = ["telescope orbit", "bread oven yeast", "sail keel", "comet flour"]
+    qfile.write_text("\n".join(json.dumps({"id": f"q{i}", "query": w, "relevant_files": [f"cooking-{i}.md"]}) for i, w in enumerate(words)) + "\n")
+    return Corpus(root), load_queries(qfile)
+
+
+def _racer(corpus_root, queries, root, barrier, results, locks: bool):
+    """One worker (a fresh process): wait for the other, then ask for the same cache at the same moment."""
+    import fcntl
+
+    import ragx.models.registry as registry
+
+    registry.make_embedder = lambda *a, **k: HashEmbedder()
+
+    if not locks:  # a filesystem whose locks do nothing: only the atomic rename protects the cache
+        fcntl.flock = lambda *a, **k: None
+
+    def slow_build(corpus, qs, caps, folder):
+        out = build_cache(corpus, qs, caps, folder)
+        time.sleep(0.5)  # hold the window open: the other worker arrives while this one builds
+        return out
+
+    barrier.wait()
+    folder, built = shared_passes(Corpus(corpus_root), queries, CAPS, root, "tiny-train-base", build=slow_build)
+    results.put((str(folder), built, os.getpid()))
+
+
+@pytest.mark.parametrize("locks", [True, False], ids=["locked", "no-locks"])
+def test_two_processes_racing_for_one_cache_leave_one_complete_cache(corpus_and_queries, tmp_path, locks):
+    corpus, queries = corpus_and_queries
+    ctx = multiprocessing.get_context("spawn")  # not fork: polars' thread pool does not survive a fork
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    shared = tmp_path / "shared"
+    procs = [ctx.Process(target=_racer, args=(corpus.root, queries, shared, barrier, results, locks)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    got = [results.get(timeout=5) for _ in procs]
+    folders = {g[0] for g in got}
+    assert len(folders) == 1  # both workers use the same cache
+    if locks:
+        assert sorted(g[1] for g in got) == [False, True]  # one built it, the other waited and read it
+    assert sorted(p.name for p in shared.iterdir() if ".tmp-" in p.name) == []  # no half-written leftovers
+    folder = Path(folders.pop())
+    assert read_ref(shared, "tiny-train-base") == folder
+    passes, meta = load_cache(folder)
+    fresh, _ = load_cache(build_cache(corpus, queries, CAPS, tmp_path / "again"))
+    assert [p.notes["qid"] for p in passes] == [q.id for q in queries]
+    assert all((a.nodes == b.nodes).all() and (a.qsim == b.qsim).all() for a, b in zip(passes, fresh))
+
+
+def test_cache_key_follows_index_caps_code_and_queries(corpus_and_queries):
+    corpus, queries = corpus_and_queries
+    index, code = index_fingerprint(corpus), code_hash()
+    key = content_key(index, CAPS, code, queries)
+    assert key == content_key(dict(index), CAPS, code, list(queries))  # content, not identity
+    assert key != content_key({**index, "generation": -1}, CAPS, code, queries)
+    assert key != content_key(index, PassCaps(31, 30, 2, 0.1), code, queries)
+    assert key != content_key(index, CAPS, code + "x", queries)
+    assert key != content_key(index, CAPS, code, queries[:-1])
+
+
+# A worker of a study whose every trial takes a while: the kill lands mid-trial.
+WORKER = textwrap.dedent("""
+    import sys, time, optuna
+    from omegaconf import OmegaConf
+    from lab.cluster import optimize, rdb_storage
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url, name, seconds, worker = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    cfg = OmegaConf.create({"heartbeat_interval": 1, "grace_period": 3, "max_retry": 2})
+    study = optuna.create_study(study_name=name, storage=rdb_storage(url, cfg), load_if_exists=True)
+    def objective(trial):
+        trial.set_user_attr("worker", worker)
+        x = trial.suggest_float("x", 0, 1)
+        time.sleep(seconds)
+        return x
+    optimize(study, objective, [], None, int(sys.argv[5]), poll=0.5)
+""")
+
+
+def kill_drill(url: str, tmp_path: Path, after: float, target: int = 6) -> dict:
+    """Two workers on one study; worker A is killed with SIGKILL inside a trial (`after` seconds after
+    the trial shows RUNNING: 0 may land before its first heartbeat); B finishes the study."""
+    import optuna
+
+    from lab.cluster import audit_study, rdb_storage
+
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    name = f"drill-{os.getpid()}-{time.time_ns()}"
+    a = subprocess.Popen([sys.executable, str(script), url, name, "30", "A", str(target)], env=env)
+    storage = rdb_storage(url, {"heartbeat_interval": None})
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            study = optuna.load_study(study_name=name, storage=storage)
+            if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+                break
+        except KeyError:
+            pass
+        time.sleep(0.1)
+    time.sleep(after)
+    os.kill(a.pid, signal.SIGKILL)
+    a.wait()
+    b = subprocess.run([sys.executable, str(script), url, name, "0.05", "B", str(target)], env=env, timeout=120)
+    assert b.returncode == 0
+    return audit_study(optuna.load_study(study_name=name, storage=storage))
+
+
+def check_drill(audit: dict, target: int = 6) -> None:
+    assert audit["states"] == {"FAIL": 1, "COMPLETE": target}  # nothing left RUNNING or WAITING
+    assert audit["failed"] == [0] and list(audit["retries"].values()) == [0]  # the killed trial, retried once
+    assert audit["duplicate_numbers"] == 0 and audit["duplicate_complete_params"] == 0
+    assert audit["complete_by_worker"] == {"B": target}
+
+
+@pytest.mark.parametrize("after", [0.0, 2.5], ids=["at-start", "after-heartbeats"])
+def test_worker_killed_mid_trial_is_failed_retried_once_and_study_completes(tmp_path, after):
+    check_drill(kill_drill(f"sqlite:///{tmp_path / 'optuna.db'}", tmp_path, after))
+
+
+# --- the cluster for real: PostgreSQL + MLflow server + workers -------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    state = Path(tempfile.mkdtemp(prefix="ragx-cluster-", dir="/tmp"))
+    state.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
+    env = {**os.environ, "LAB_CLUSTER_DIR": str(state), "LAB_PG_PORT": str(free_port()), "LAB_MLFLOW_PORT": str(free_port()),
+           "LAB_PYTHON": sys.executable}
+    script = [shutil.which("bash"), str(REPO / "scripts" / "lab_cluster.sh")]
+    up = subprocess.run([*script, "up"], env=env, capture_output=True, text=True, timeout=600)
+    if up.returncode == 3:
+        shutil.rmtree(state, ignore_errors=True)
+        pytest.skip(f"PostgreSQL cannot be installed on this machine: {up.stderr.strip()}")
+    try:
+        assert up.returncode == 0, up.stderr
+        urls = dict(line.removeprefix("export ").split("=", 1) for line in (state / "env").read_text().splitlines())
+        yield {"env": env, "script": script, "state": state, "urls": {k: v.strip("'") for k, v in urls.items()}}
+    finally:
+        subprocess.run([*script, "down", "--purge"], env=env, capture_output=True, timeout=120)
+
+
+def tiny_beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    topics = ["rivers", "mountains", "boats", "bread", "stars"]
+    docs = {f"d{i}": f"{t} " * 3 + f"document {i} about {t}" for i, t in enumerate(topics * 4)}
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in docs.items()) + "\n")
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps({"_id": f"q{i}", "text": t}) for i, t in enumerate(["rivers", "boats", "stars"])) + "\n")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td2\t1\nq2\td4\t1\n")
+    return folder
+
+
+@pytest.mark.cluster
+@pytest.mark.model
+def test_cluster_two_workers_share_one_postgres_study_tracked_by_the_mlflow_server(cluster, tmp_path):
+    data = tiny_beir(tmp_path / "tiny")
+    overrides = ["sweep=quick", "dataset.name=tiny", f"dataset.data_dir={data}", f"dataset.cache={tmp_path / 'folder'}",
+                 f"cache_root={tmp_path / 'cache'}", "optuna.study_name=ci-cluster", "study_trials=12"]
+    run = subprocess.run([*cluster["script"], "run", "2", *overrides], env=cluster["env"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    audit = json.loads(run.stdout.strip().splitlines()[-1])
+    assert audit["states"] == {"COMPLETE": 12} and audit["duplicate_numbers"] == 0
+    assert sorted(audit["complete_by_worker"]) == sorted(f"{socket.gethostname()}/{i}" for i in range(2))
+    ml = audit["mlflow"]
+    assert ml["tracking_uri"].startswith("http://127.0.0.1:") and ml["runs"] == 2
+    assert ml["logged_trials"] == 12 and ml["matches_complete_trials"] and ml["duplicate_steps"] == 0
+    assert cluster["urls"]["RAGX_LAB_STORAGE"].startswith("postgresql")
+    # the workers loaded the one shared pass cache (passes_from=shared), built once by `lab cache`
+    assert [p.name for p in (cluster["state"] / "passes" / "refs").iterdir()] == ["tiny-train-base"]
+
+
+@pytest.mark.cluster
+def test_cluster_worker_killed_mid_trial_on_postgres(cluster, tmp_path):
+    check_drill(kill_drill(cluster["urls"]["RAGX_LAB_STORAGE"], tmp_path, 2.5))
