@@ -79,6 +79,12 @@ class ChangeSet:
     touched: list[tuple[FoundFile, FileRow]]      # same content, new stat
     next_file: int                                # id of files[0]
     next_chunk: int                               # the manifest's next_chunk_id after this run
+    undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8
+
+    @property
+    def only_undecodable(self) -> bool:
+        """Nothing to index: the only new files turned out not to be UTF-8 (no new generation then)."""
+        return not (self.full or self.files or self.gone_file_ids)
 
     @property
     def live(self) -> np.ndarray:
