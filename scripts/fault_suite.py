@@ -551,13 +551,13 @@ def vectors_corrupt(s: Suite) -> None:
     npy = s.index_dir / f"gen-{s.baseline[0]:06d}" / "vectors.npy"
     _garbage(npy, 128, max(0, npy.stat().st_size - 256))
     run = s.ragx("status", "--deep", "--root", str(s.corpus))
-    s.record("corrupt vectors.npy", "ragx status --deep", run, check_intact=False, contains=("INCONSISTENT",), one_line=False, needs=CORE)
+    s.record("corrupt vectors.npy", "ragx status --deep", run, check_intact=False, contains=("INCONSISTENT",), one_line=False)
     run = s.ragx("index", "--full", "--root", str(s.corpus))
     q = s.ragx("query", "wings", "--root", str(s.corpus), "--json")
     info = s.status()
     ok = run.code == 0 and q.code == 0 and bool(info.get("consistent"))
     s.rows.append(Row("corrupt vectors.npy", "ragx index --full, then ragx query", q.code, q.message, None, bool(info.get("consistent")),
-                      ok, CORE))
+                      ok))
     s.restore(backup)
 
 
@@ -656,7 +656,7 @@ def race(s: Suite, queries: int = 60) -> None:
         s.rebaseline()
     s.rows.append(Row(f"queries during index commits ({done} CLI queries, {commits} commits)", "ragx index loop + ragx query --json", None,
                       f"{errors} errors, {mislabelled} mislabelled of {results_seen} results ({unverified} unverifiable)", None,
-                      s.intact(), errors == 0 and mislabelled == 0, CORE,
+                      s.intact(), errors == 0 and mislabelled == 0, "",
                       note="; ".join(f"{n}x {m}" for m, n in sorted(messages.items(), key=lambda kv: -kv[1])[:2])))
 
 

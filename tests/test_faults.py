@@ -2,8 +2,7 @@
 real CLI entry point over a small corpus and a hashing embedder (no model), asserting exit codes,
 one-line messages and an intact index after each case.
 
-Cases that need the snapshot-per-read and array-checksum work (issue 11 items 1-2, branch `core`) are
-marked: when they fail they are reported as XFAIL with that reason, and they pass once it is merged.
+The race and the corrupted-vectors cases hold since the snapshot-per-read and array-checksum work.
 A case the machine cannot stage (no root for a tmpfs or a bind mount) is reported as SKIPPED with the
 reason; `ulimit -f` covers the disk failures without root.
 """
@@ -57,9 +56,6 @@ def test_fault_case(suite, name, isolated_rc):
     )
     not_run = [r for r in rows if r.code is None and r.note.startswith("not run") and not r.needs]
     failed = [r for r in rows if not r.ok and r not in not_run]
-    hard = [r for r in failed if not r.needs]
-    assert not hard, "\n" + fault_suite.table(hard)
-    if failed:
-        pytest.xfail(f"needs {fault_suite.CORE}:\n" + fault_suite.table(failed))
+    assert not failed, "\n" + fault_suite.table(failed)
     if not_run:
         pytest.skip("; ".join(f"{r.case}: {r.note}" for r in not_run))
