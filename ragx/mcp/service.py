@@ -20,12 +20,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import schemas
-from ..api import Corpus
 from ..config import INDEX_DIR, PROJECT_FILE, find_root, rc_path, resolve_root
 from ..errors import UsageError
+
+if TYPE_CHECKING:  # the corpus (numpy, the index code) loads on the first call, not at the handshake
+    from ..api import Corpus
 
 log = logging.getLogger("ragx.mcp")
 
@@ -110,6 +112,8 @@ class Service:
             raise UsageError(self.refusal)
         with self._pick:
             stale = self._corpus is not None and self._stale()
+            from ..api import Corpus
+
             if stale and not shared:
                 return Corpus(self.root)
             if stale:
