@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragx.models import onnx_export
+from ragx.models import onnx_export, onnx_graph
 from ragx.models.base import Embedder, TokenCounter, WordPieceCounter
 from ragx.models.embedded import DEFAULT_MODEL, EmbeddedEmbedder, resolve_model
 from ragx.models.registry import make_embedder
@@ -433,6 +433,7 @@ def test_ragx_cache_dir_is_honoured(
         raise AssertionError("exported although the cache was valid")
 
     monkeypatch.setattr(onnx_export, "export_onnx", boom)
+    monkeypatch.setattr(onnx_graph, "build_bert_onnx", boom)  # the bundled BERT model is built, not exported
     monkeypatch.setenv("RAGX_CACHE_DIR", str(export_cache))
     emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL)
     assert emb.cache_dir == export_cache
@@ -450,13 +451,13 @@ def test_corrupted_cache_is_reexported(
         fh.truncate(onnx_file.stat().st_size // 2)
 
     calls: list[Path] = []
-    real_export = onnx_export.export_onnx
+    real_build = onnx_graph.build_bert_onnx  # the bundled BERT model is built from its weights
 
-    def counting_export(model_dir, out_path):  # type: ignore[no-untyped-def]
+    def counting_build(model_dir, out_path):  # type: ignore[no-untyped-def]
         calls.append(Path(out_path))
-        return real_export(model_dir, out_path)
+        return real_build(model_dir, out_path)
 
-    monkeypatch.setattr(onnx_export, "export_onnx", counting_export)
+    monkeypatch.setattr(onnx_graph, "build_bert_onnx", counting_build)
     emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=cache)
     np.testing.assert_allclose(emb.embed_query("hello"), embedder.embed_query("hello"), atol=1e-5)
     assert len(calls) == 1

@@ -110,13 +110,25 @@ def test_first_use_says_what_it_does(tmp_path: Path) -> None:
     script = (
         "from ragx.models.registry import make_embedder\n"
         "e = make_embedder('embedded', 'all-MiniLM-L6-v2')\n"
-        "print(e.embed_query('hello').shape)\n"
+        "print(e.embed_documents(['hello']).shape)\n"
     )
     env = {"RAGX_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == "(384,)"
+    assert first.stdout.strip() == "(1, 384)"
     assert "building its ONNX graph from the weights" in first.stderr and "one time" in first.stderr
     assert "model ready in" in first.stderr
     again = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "ONNX" not in again.stderr
+
+
+@pytest.mark.model
+def test_numpy_query_path_equals_onnxruntime(counter: WordPieceCounter, tmp_path: Path) -> None:
+    """A one-shot query is embedded in numpy (no session yet); it must equal the onnxruntime vectors."""
+    texts = _parity_texts(counter)
+    emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=tmp_path)
+    queries = np.stack([emb.embed_query(t) for t in texts])
+    assert emb._session is None and not (tmp_path / "onnx").exists()  # no session, no conversion
+    docs = emb.embed_documents(texts, batch_size=8)
+    assert queries.dtype == np.float32
+    np.testing.assert_allclose(queries, docs, atol=1e-5)

@@ -6,7 +6,6 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
 from .. import schemas
 
@@ -18,9 +17,35 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+class _LazyConsole:
+    """A rich Console made on first use: a `--json` run never imports rich (~40-90 ms here)."""
+
+    def __init__(self, **options: Any):
+        self._options = options
+        self._console: Any = None
+
+    def _real(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    # Special methods bypass __getattr__: rich's Live uses the console as a context manager.
+    def __enter__(self) -> Any:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._real().__exit__(*exc)
+
+
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+err = _LazyConsole(stderr=True, highlight=False)
+out = _LazyConsole(highlight=False, soft_wrap=True)
 
 # The arguments of this invocation (after `ragx`), for reports that record their own command.
 invocation: list[str] = []

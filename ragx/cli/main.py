@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -21,8 +22,19 @@ COMMAND_MODULES = {
 }
 
 
+# One-shot reads do only small matrix products (one query's encoder pass, scoring a few hundred
+# candidates), where OpenBLAS's worker threads cost more than they save: 20-30x slower per product on
+# a busy 2-core machine. Set before numpy loads; an explicit setting in the environment wins.
+SINGLE_THREAD_BLAS = {"query", "status", "inspect"}
+
+
 def _register(args: list[str]) -> None:
     name = next((a for a in args if not a.startswith("-")), None)
+    if name in SINGLE_THREAD_BLAS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # typer coerces options through pydantic, whose plugin loader scans the entry points of every
+    # installed distribution (20-50 ms a start); ragx uses no pydantic plugin.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     wanted = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
     for module in ["version_cmd", *wanted]:
         importlib.import_module(f"{__package__}.{module}")

@@ -141,6 +141,7 @@ class EmbeddedEmbedder:
         self._input_names: tuple[str, ...] = ()
         self._tokenizer: Any = None
         self._counter: WordPieceCounter | None = None
+        self._numpy: Any = None  # NumpyBert, False when the model is not one it serves
 
     # -- identity -------------------------------------------------------------------------
 
@@ -230,7 +231,24 @@ class EmbeddedEmbedder:
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One text. Until an onnxruntime session exists (a one-shot query), a BERT model runs in numpy
+        over its memory-mapped weights: same vectors (to 1e-5), without the session's start-up cost."""
+        if self._session is None and self._pooling == "mean" and self._numpy_encoder() is not None:
+            ids = self._tokenize([text])[0]
+            hidden = self._numpy.hidden(ids)[None]
+            return _pool_and_normalize(hidden, np.ones((1, len(ids)), np.int64), "mean")[0]
         return self.embed_documents([text], batch_size=1)[0]
+
+    def _numpy_encoder(self) -> Any:
+        if self._numpy is None:
+            from . import onnx_graph
+
+            self._numpy = False
+            if onnx_graph.supports(self.model_dir):
+                from .bert_numpy import NumpyBert
+
+                self._numpy = NumpyBert(self.model_dir)
+        return self._numpy or None
 
     def embed_documents(
         self,
