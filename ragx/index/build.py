@@ -228,7 +228,7 @@ def _run(
     gaining = gaining_rows(new_ids, new_vecs, kept_old, kept_vecs, src, w, k, min_sim)
     recompute = np.union1d(np.union1d(losing, gaining), new_ids)
     pos = np.searchsorted(live, recompute)
-    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim)
+    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim, ann=vindex)
     rw = pair_weights(lambda ids: all_vecs[np.searchsorted(live, ids)], rs, rd)
     good = rw >= min_sim
     rs, rd, rw = rs[good], rd[good], rw[good]

@@ -23,7 +23,7 @@ import numpy as np
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
 
 
-def _mapped_tensors(path: Path) -> dict[str, np.ndarray]:
+def mapped_tensors(path: Path) -> dict[str, np.ndarray]:
     """Zero-copy views of every tensor of a safetensors file (an 8-byte header length, a JSON header,
     then raw little-endian data at the header's offsets)."""
     raw = np.memmap(path, dtype=np.uint8, mode="r")
@@ -69,7 +69,7 @@ class NumpyBert:
         self.eps = float(cfg.get("layer_norm_eps", 1e-12))
         self.heads = int(cfg["num_attention_heads"])
         self.layers = int(cfg["num_hidden_layers"])
-        self._t = _mapped_tensors(model_dir / "model.safetensors")
+        self._t = mapped_tensors(model_dir / "model.safetensors")
         self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._t else ""
 
     def _w(self, name: str) -> np.ndarray:

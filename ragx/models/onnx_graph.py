@@ -7,7 +7,7 @@ engine (numpy), exactly as with the exported graph, so either file serves the en
 
 Why build rather than export: the export needs torch + transformers (a ~1.5 GB install and 12-15 s on
 first use) only to trace a graph whose every operation is known in advance. Writing that graph with
-the ``onnx`` helper API takes about a second and needs only numpy, onnx and safetensors, which is what
+the ``onnx`` helper API takes about a second and needs only numpy and onnx, which is what
 makes the torch-free ("light") install possible. The dev tests hold it to the torch export and to
 sentence-transformers (cosine >= 0.9999 on varied texts).
 
@@ -68,9 +68,9 @@ class _Weights:
     """Tensors by their BertModel name, with or without a leading ``bert.`` (BertFor* checkpoints)."""
 
     def __init__(self, path: Path):
-        from safetensors.numpy import load_file
+        from .bert_numpy import mapped_tensors
 
-        self._t = load_file(str(path))
+        self._t = mapped_tensors(path)
         self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._t else ""
 
     def __call__(self, name: str) -> np.ndarray:
