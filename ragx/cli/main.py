@@ -32,9 +32,6 @@ def _register(args: list[str]) -> None:
     name = next((a for a in args if not a.startswith("-")), None)
     if name in SINGLE_THREAD_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # typer coerces options through pydantic, whose plugin loader scans the entry points of every
-    # installed distribution (20-50 ms a start); ragx uses no pydantic plugin.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     wanted = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
     for module in ["version_cmd", *wanted]:
         importlib.import_module(f"{__package__}.{module}")

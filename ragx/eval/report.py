@@ -63,7 +63,12 @@ def write_report(doc: dict[str, Any], folder: Path, stem: str) -> tuple[Path, Pa
 
 def plot(means: dict[str, dict[str, float]], path: Path, title: str) -> None:
     """One bar group per metric, one bar per configuration."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the light install has no plotting library
+        from ..errors import UsageError
+
+        raise UsageError('--report plots need matplotlib: pip install "ragx[report]"') from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
