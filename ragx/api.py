@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import __version__
 from .config import Settings, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
-from .index.build import IndexReport, Reporter, run_index
 from .index.diff import diff_corpus
 from .index.layout import Layout
 from .index.snapshot import Snapshot
 from .index.store import Store
 from .scoring.params import Params
+
+if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
+    from .index.build import IndexReport, Reporter
 
 
 class Corpus:
@@ -200,6 +202,8 @@ class Corpus:
 
     def index(self, *, full: bool = False, path: str | Path | None = None, reporter: Reporter | None = None) -> IndexReport:
         """Bring the index up to date; `path` (a file or folder inside the root) limits the refresh to it."""
+        from .index.build import run_index
+
         only = None
         if path is not None:
             only = self.relative(path)
@@ -316,6 +320,14 @@ def version_info(root: str | Path | None = None) -> dict[str, Any]:
         "rerank": settings.rerank.model or None,
         "expand": settings.expand.model if settings.expand.enabled else None,
     }
+
+
+def __getattr__(name: str):
+    if name == "IndexReport":  # re-exported lazily (see the TYPE_CHECKING import above)
+        from .index.build import IndexReport
+
+        return IndexReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Corpus", "IndexReport", "version_info", "CorruptIndexError"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragx.models import onnx_export
+from ragx.models import onnx_export, onnx_graph
 from ragx.models.base import Embedder, TokenCounter, WordPieceCounter
 from ragx.models.embedded import DEFAULT_MODEL, EmbeddedEmbedder, resolve_model
 from ragx.models.registry import make_embedder
@@ -433,10 +433,12 @@ def test_ragx_cache_dir_is_honoured(
         raise AssertionError("exported although the cache was valid")
 
     monkeypatch.setattr(onnx_export, "export_onnx", boom)
+    monkeypatch.setattr(onnx_graph, "build_bert_onnx", boom)  # the bundled BERT model is built, not exported
     monkeypatch.setenv("RAGX_CACHE_DIR", str(export_cache))
     emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL)
     assert emb.cache_dir == export_cache
-    np.testing.assert_allclose(emb.embed_query("hello"), embedder.embed_query("hello"), atol=1e-6)
+    # embed_documents opens the session (a fresh embedder's embed_query would run in numpy).
+    np.testing.assert_allclose(emb.embed_documents(["hello"])[0], embedder.embed_query("hello"), atol=1e-6)
 
 
 @pytest.mark.model
@@ -450,15 +452,16 @@ def test_corrupted_cache_is_reexported(
         fh.truncate(onnx_file.stat().st_size // 2)
 
     calls: list[Path] = []
-    real_export = onnx_export.export_onnx
+    real_build = onnx_graph.build_bert_onnx  # the bundled BERT model is built from its weights
 
-    def counting_export(model_dir, out_path):  # type: ignore[no-untyped-def]
+    def counting_build(model_dir, out_path):  # type: ignore[no-untyped-def]
         calls.append(Path(out_path))
-        return real_export(model_dir, out_path)
+        return real_build(model_dir, out_path)
 
-    monkeypatch.setattr(onnx_export, "export_onnx", counting_export)
+    monkeypatch.setattr(onnx_graph, "build_bert_onnx", counting_build)
     emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=cache)
-    np.testing.assert_allclose(emb.embed_query("hello"), embedder.embed_query("hello"), atol=1e-5)
+    # embed_documents: a fresh embedder's embed_query runs in numpy and never opens the ONNX file.
+    np.testing.assert_allclose(emb.embed_documents(["hello"])[0], embedder.embed_query("hello"), atol=1e-5)
     assert len(calls) == 1
     fp = emb.fingerprint
     assert onnx_export.cached_onnx_is_valid(onnx_file, fp)

@@ -70,3 +70,40 @@ def test_leiden_is_deterministic_and_finds_two_cliques():
     assert np.array_equal(first, leiden(np.append(ids, 9), a, b, w, 1.0, 42))
     assert len(set(first[:4])) == 1 and len(set(first[4:8])) == 1 and first[0] != first[4]
     assert first[8] == NO_COMMUNITY
+
+
+def _clustered(rng, n, d=32, centres=40):
+    c = unit(rng, centres, d)
+    v = c[rng.integers(0, centres, n)] + 0.35 * rng.normal(size=(n, d)).astype(np.float32) / np.sqrt(d)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_approximate_lists_through_hnsw_recall_the_exact_ones(monkeypatch):
+    """Above EXACT_MAX_PAIRS the lists come from HNSW candidates, re-scored and cut exactly like the exact path."""
+    import ragx.index.graph as g
+    from ragx.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(3)
+    ids = np.arange(5, 5 + 3000, dtype=np.int64) * 2
+    vecs = _clustered(rng, len(ids))
+    exact_src, exact_dst = top_k_lists(ids, vecs, ids, vecs, k=8, min_sim=0.3, ann=VectorIndex.build(ids, vecs))
+    monkeypatch.setattr(g, "EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(g, "ANN_BLOCK", 700)  # several blocks, uneven last one
+    src, dst = top_k_lists(ids, vecs, ids, vecs, k=8, min_sim=0.3, ann=VectorIndex.build(ids, vecs))
+    exact = set(zip(exact_src.tolist(), exact_dst.tolist()))
+    approx = set(zip(src.tolist(), dst.tolist()))
+    assert len(approx & exact) / len(exact) >= 0.95
+    assert not np.any(src == dst) and np.all(np.bincount(np.searchsorted(ids, src)) <= 8)
+    w = pair_weights(lambda x: vecs[np.searchsorted(ids, x)], src, dst)
+    assert np.all(w >= 0.3 - 1e-6)  # the same threshold on the exact cosine
+
+
+def test_exact_below_the_threshold_even_with_an_index():
+    """A small corpus (or an incremental run's few rows) keeps the exact lists when an index is passed."""
+    from ragx.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(4)
+    ids = np.arange(1, 301, dtype=np.int64)
+    vecs = _clustered(rng, len(ids), d=16)
+    src, dst = top_k_lists(ids, vecs, ids, vecs, k=4, min_sim=0.2, ann=VectorIndex.build(ids, vecs))
+    assert set(zip(src.tolist(), dst.tolist())) == brute_top_k(ids.tolist(), vecs, 4, 0.2)

@@ -7,8 +7,6 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from .. import schemas
 from ..errors import redact
@@ -33,18 +31,45 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-class SafeConsole(Console):
-    """A rich Console that passes every string it prints through `visible`: the one place human
-    output is made safe, so no command can forget it. (JSON output is exact: only the documents
-    that describe settings are redacted, in `emit_json`.)"""
+def _safe_console(**options: Any) -> Any:
+    """A rich Console that passes every string it prints through `visible`: the one place human output
+    is made safe, so no command can forget it. (JSON output is exact: only the documents that describe
+    settings are redacted, in `emit_json`.)"""
+    from rich.console import Console
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
-        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+    class SafeConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
+            super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return SafeConsole(**options)
+
+
+class _LazyConsole:
+    """A safe console made on first use: a `--json` run never imports rich (~40-90 ms here)."""
+
+    def __init__(self, **options: Any):
+        self._options = options
+        self._console: Any = None
+
+    def _real(self) -> Any:
+        if self._console is None:
+            self._console = _safe_console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    # Special methods bypass __getattr__: rich's Live uses the console as a context manager.
+    def __enter__(self) -> Any:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._real().__exit__(*exc)
 
 
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a message is one line, never wrapped
-out = SafeConsole(highlight=False, soft_wrap=True, emoji=False)  # ":fire:" in a file name stays text
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a message is one line, never wrapped
+out = _LazyConsole(highlight=False, soft_wrap=True, emoji=False)  # ":fire:" in a file name stays text
 
 # Documents that describe settings (which may hold a base_url with credentials), not the corpus's own
 # text: their JSON is redacted. Query and inspect documents quote files byte for byte and are not.
@@ -66,6 +91,8 @@ def emit_json(schema: str, payload: dict[str, Any]) -> None:
 
 
 def warn(message: str) -> None:
+    from rich.markup import escape
+
     err.print(f"[yellow]ragx: warning:[/] {escape(message)}", markup=True)
 
 

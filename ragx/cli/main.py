@@ -7,6 +7,7 @@ line on stderr: a RagxError as it is, a disk or SQLite failure translated by `er
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -14,7 +15,31 @@ import typer
 
 from ..errors import EXIT_ERROR, RagxError, as_ragx_error
 from .app import app, invocation, visible
-from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
+
+# Command name -> the module that registers it. A one-shot command imports only its own module, so
+# `ragx status` never pays for eval's, index's or the MCP SDK's imports; help, a bare `ragx` and
+# unknown names import them all (to list them). version_cmd always loads: it holds the --version
+# callback that keeps the app a command group.
+COMMAND_MODULES = {
+    "config": "config_cmd", "data": "data_cmd", "doctor": "doctor_cmd", "eval": "eval_cmd",
+    "index": "index_cmd", "init": "init_cmd", "inspect": "inspect_cmd", "mcp": "mcp_cmd",
+    "query": "query_cmd", "status": "status_cmd", "version": "version_cmd",
+}
+
+
+# One-shot reads do only small matrix products (one query's encoder pass, scoring a few hundred
+# candidates), where OpenBLAS's worker threads cost more than they save: 20-30x slower per product on
+# a busy 2-core machine. Set before numpy loads; an explicit setting in the environment wins.
+SINGLE_THREAD_BLAS = {"query", "status", "inspect"}
+
+
+def _register(args: list[str]) -> None:
+    name = next((a for a in args if not a.startswith("-")), None)
+    if name in SINGLE_THREAD_BLAS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    wanted = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
+    for module in ["version_cmd", *wanted]:
+        importlib.import_module(f"{__package__}.{module}")
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> None:
@@ -39,8 +64,9 @@ def as_error(exc: Exception) -> RagxError:
 
 
 def run(argv: list[str] | None = None) -> None:
-    command = typer.main.get_command(app)
     invocation[:] = sys.argv[1:] if argv is None else argv
+    _register(invocation)
+    command = typer.main.get_command(app)
     try:
         # Without standalone mode a typer.Exit comes back as a return code instead of being raised.
         code = command.main(args=argv, prog_name="ragx", standalone_mode=False)

@@ -18,6 +18,6 @@ def mcp_command(
 
     stdout carries only MCP messages; logs go to stderr. The embedding model loads on the first search.
     """
-    from ..mcp.server import serve
+    from ..mcp.stdio import serve  # standard library only: the SDK loads while the handshake is answered
 
     serve(root, verbose=verbose)

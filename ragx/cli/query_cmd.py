@@ -6,7 +6,6 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
@@ -85,11 +84,15 @@ def _print_path(path: list[dict]) -> None:
 
 
 def _print_variants(doc: dict) -> None:
+    from rich.markup import escape  # rich loads only for human-readable output
+
     if len(doc.get("variants", [])) > 1:
         out.print("query variants (expansion): " + " | ".join(escape(v) for v in doc["variants"][1:]), highlight=False)
 
 
 def _print_chunks(doc: dict, explain: bool) -> None:
+    from rich.markup import escape
+
     if explain:
         _print_variants(doc)
     for r in doc["results"]:
@@ -107,6 +110,8 @@ def _print_chunks(doc: dict, explain: bool) -> None:
 
 
 def _print_files(doc: dict, explain: bool) -> None:
+    from rich.markup import escape
+
     if explain:
         _print_variants(doc)
     for r in doc["results"]:

@@ -7,13 +7,14 @@ from typing import Annotated, Optional
 import typer
 
 from .. import schemas
-from ..api import version_info
 from .app import app, emit_json
 
 
 def _show_version(value: bool) -> None:
     if not value:
         return
+    from ..api import version_info  # here, not at import: every command loads this module
+
     info = version_info()
     emb = info["embeddings"]
     extra = "".join(f", {k}: {info[k]}" for k in ("rerank", "expand") if info[k])
@@ -33,6 +34,8 @@ def main(
 @app.command("version")
 def version_command(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show the version and the effective models."""
+    from ..api import version_info
+
     info = version_info()
     if json_out:
         emit_json(schemas.VERSION, info)

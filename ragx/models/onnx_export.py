@@ -31,15 +31,17 @@ ever sees the file; any mismatch triggers a fresh export. A bumped :data:`EXPORT
 wrapper, opset, ...) invalidates old exports the same way.
 
 *Writes are atomic*: the export goes to a unique temporary file in the same directory, is
-verified against the PyTorch model, fsync'ed and ``os.replace``'d into place; the sidecar is
+checked (the torch export against PyTorch), fsync'ed and ``os.replace``'d into place; the sidecar is
 written the same way afterwards and is deleted before a re-export replaces the ONNX file. A crash
 at any point therefore leaves either no entry, an ONNX file without a (valid) sidecar -- which is
 treated as missing -- or a complete verified pair. Exporters of the same model are serialised by
 an exclusive ``flock``; a process that waits for the lock re-checks the cache and reuses the
 winner's file instead of exporting again. Readers take no lock.
 
-Torch and transformers are imported only inside :func:`export_onnx`; everything else here needs
-only the standard library.
+A BERT encoder (the bundled model) is not exported but built from its weights by
+:mod:`ragx.models.onnx_graph` (numpy + onnx, no torch); :func:`export_onnx` (torch + transformers,
+imported only inside it) serves other architectures and is the reference the dev tests compare the
+built graph with. Everything else here needs only the standard library.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import json
 import mmap
 import os
 import re
+import sys
 import tempfile
 import time
 import uuid
@@ -71,7 +74,8 @@ __all__ = [
 ]
 
 #: Bump when the exported graph changes for the same weights (wrapper, opset, attention path...).
-EXPORT_FORMAT = 1
+#: 2: BERT encoders are built from their weights by :mod:`ragx.models.onnx_graph` (no torch).
+EXPORT_FORMAT = 2
 #: ONNX opset of the export.
 OPSET = 17
 
@@ -322,7 +326,7 @@ def ensure_onnx(
             os.unlink(_sidecar_path(path))
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         try:
-            info = export_onnx(model_dir, tmp)
+            info = _convert(model_dir, model_name, tmp)
             algo = _fast_digest_algo()
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
@@ -346,6 +350,31 @@ def ensure_onnx(
         _fsync_dir(path.parent)
         _write_atomic(_sidecar_path(path), json.dumps(meta, indent=1).encode())
     return path
+
+
+def _say(message: str) -> None:
+    """One line on stderr (stdout carries results, or the MCP protocol)."""
+    print(f"ragx: {message}", file=sys.stderr, flush=True)
+
+
+def _convert(model_dir: Path, model_name: str, out_path: Path) -> dict[str, Any]:
+    """Write the ONNX graph of ``model_dir`` once, saying what is happening and for how long.
+
+    A BERT encoder (the bundled model) is built from its weights with numpy + onnx (~1-3 s, no
+    torch); any other architecture is exported through PyTorch (~10-20 s, needs torch).
+    """
+    from . import onnx_graph
+
+    if onnx_graph.supports(model_dir):
+        how, eta, convert = "building its ONNX graph from the weights", "a few seconds", onnx_graph.build_bert_onnx
+    else:
+        how, eta, convert = "exporting it to ONNX with PyTorch", "10-20 seconds", export_onnx
+    _say(f"first use of the embedding model {model_name}: {how} (one time, takes {eta}; "
+         f"cached in {out_path.parent})")
+    start = time.monotonic()
+    info = convert(model_dir, out_path)
+    _say(f"model ready in {time.monotonic() - start:.1f} s")
+    return info
 
 
 def _remove_stale_temporaries(path: Path) -> None:

@@ -1,0 +1,58 @@
+"""One-shot commands import only what they use (start-up time): checked in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import make_corpus
+from fakes_registration import RAGX_TOML
+
+TESTS = Path(__file__).resolve().parent
+# Never needed by a --json query or status: the text console, the MCP SDK, the index builder, the
+# evaluation code, onnxruntime (a one-shot query embeds in numpy), torch.
+NOT_FOR_READS = ("rich", "mcp", "mcp_types", "ragx.index.build", "ragx.eval", "onnxruntime", "torch", "transformers")
+
+
+def _modules_after(args: list[str], tmp_path: Path) -> tuple[int, list[str]]:
+    code = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: json.dump(sorted(sys.modules), open({str(tmp_path / 'mods.json')!r}, 'w')))\n"
+        "import fakes_registration\nfrom ragx.cli.main import run\n"
+        f"run({args!r})\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(TESTS), RAGX_RC=str(tmp_path / "rc"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return done.returncode, json.loads((tmp_path / "mods.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    make_corpus(root, n_per_topic=2)
+    (root / "ragx.toml").write_text(RAGX_TOML)
+    code, _ = _modules_after(["index", "--root", str(root)], tmp_path_factory.mktemp("run"))
+    assert code == 0
+    return root
+
+
+@pytest.mark.parametrize("args", [["status", "--json"], ["query", "comet telescope", "--json"]])
+def test_json_reads_import_nothing_they_do_not_use(indexed, tmp_path, args):
+    code, mods = _modules_after([*args, "--root", str(indexed)], tmp_path)
+    assert code == 0
+    loaded = [m for m in mods if any(m == p or m.startswith(p + ".") for p in NOT_FOR_READS)]
+    assert loaded == []
+    assert "ragx.cli.eval_cmd" not in mods and "ragx.cli.mcp_cmd" not in mods  # only the invoked command
+
+
+def test_help_still_lists_every_command(capsys):
+    from cli_runner import call
+
+    code, out, _ = call(capsys, "--help")
+    assert code == 0
+    for name in ("config", "data", "doctor", "eval", "index", "init", "inspect", "mcp", "query", "status", "version"):
+        assert name in out
