@@ -149,13 +149,17 @@ class Tally:
 
 
 def writer(root: Path, truth: Truth, tally: Tally, commits: int, fake: bool) -> None:
-    """Append and index until `commits` are done and the readers have finished."""
-    target = root / RACE_FILE
+    """Append and index until `commits` are done and the readers have finished.
+
+    Every other commit edits one of the files the queries are drawn from, so the chunks a running
+    query has found are the very chunks the commit deletes (an edited file's chunks get new ids)."""
+    queried = queried_files(root)
     rng = random.Random(11)
     words = "pressure wing flow boundary layer shock heat transfer mach plate".split()
     i = 0
     while tally.commits < commits or not tally.readers_done.is_set():
         i += 1
+        target = rng.choice(queried) if i % 2 and queried else root / RACE_FILE
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(f"\nrace line {i}: " + " ".join(rng.choice(words) for _ in range(12)) + "\n")
         done = subprocess.run(ragx_argv(["index", "--root", str(root)], fake), capture_output=True, text=True, env=child_env(fake))
@@ -224,11 +228,14 @@ def mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool,
 
 
 # ---- the race ----------------------------------------------------------------------------------------
+def queried_files(root: Path, n: int = 60) -> list[Path]:
+    return sorted(p for p in root.glob("*.md") if p.name != RACE_FILE)[:n]
+
+
 def corpus_queries(root: Path, n: int = 60) -> list[str]:
     """Titles (first lines) of the corpus files: realistic queries that always have answers."""
-    files = sorted(p for p in root.glob("*.md") if p.name != RACE_FILE)
     out = []
-    for p in files[:n]:
+    for p in queried_files(root, n):
         for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
             words = line.strip("# ").split()
             if len(words) >= 2:
