@@ -138,12 +138,25 @@ cmd_run() {
     local rc=0
     wait "${pids[$i]}" || rc=$?
     rm -f "$STATE/worker-$i.pid"
-    if [ $rc = 137 ]; then say "worker $i was killed (SIGKILL)"
+    if [ $rc = 137 ]; then say "worker $i was killed (SIGKILL)"; mark_killed "${pids[$i]}"
     elif [ $rc != 0 ]; then say "worker $i failed (exit $rc):"; tail -5 "$STATE/worker-$i.log" >&2; bad=1
     else say "worker $i: $(grep -m1 '^worker' "$STATE/worker-$i.log" || true)"; fi
   done
   "$PY" -m lab study "$@"
   return $bad
+}
+
+# A SIGKILLed worker cannot end its MLflow run: mark it KILLED (its logged trials stay).
+mark_killed() {
+  "$PY" - "$1" <<'EOF' || true
+import os, socket, sys
+from mlflow.tracking import MlflowClient
+client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+ids = [e.experiment_id for e in client.search_experiments()]
+query = f"tags.pid = '{sys.argv[1]}' and tags.host = '{socket.gethostname()}' and attributes.status = 'RUNNING'"
+for r in client.search_runs(ids, filter_string=query):
+    client.set_terminated(r.info.run_id, "KILLED")
+EOF
 }
 
 cmd_kill_worker() {
