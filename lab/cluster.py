@@ -4,10 +4,10 @@ budget, and an audit of the study against the MLflow runs that tracked it.
 
 Why the budget loop instead of `study.optimize(n_trials=...)` alone: a worker's `n_trials` counts
 its own trials, so a worker that dies leaves the study short. With `study_trials=N` every worker runs
-one trial at a time until the study holds N COMPLETE trials; while the study's COMPLETE + RUNNING +
-WAITING trials already reach N it does not start a new one but waits for them (a RUNNING trial whose
-worker died goes stale after the grace period, is failed and re-queued as WAITING by the retry
-callback, and is then picked up by a survivor).
+one trial at a time until the study holds N COMPLETE trials; while the study's COMPLETE + RUNNING
+trials already reach N it starts none but waits for them (a RUNNING trial whose worker died goes stale
+after the grace period, is failed and re-queued as WAITING by the retry callback, and is then picked
+up by a survivor).
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ def optimize(study, objective, callbacks, per_worker: int | None, study_trials: 
             counts = state_counts(study)
             if counts["COMPLETE"] >= study_trials:
                 break
-            if counts["COMPLETE"] + counts["RUNNING"] + counts["WAITING"] >= study_trials:
+            if counts["COMPLETE"] + counts["RUNNING"] >= study_trials:
                 time.sleep(poll)  # the rest is running (or will be re-queued once its worker is found dead)
                 continue
+        # the next trial is a re-queued (WAITING) one if any: Optuna runs those before it samples new ones
         study.optimize(objective, n_trials=1, callbacks=callbacks, gc_after_trial=False)
         ran += 1
     return ran

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -143,7 +144,8 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
-        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": cfg.dataset.name, "split": cfg.split, "worker": worker})
+        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": cfg.dataset.name, "split": cfg.split, "worker": worker,
+                         "host": socket.gethostname(), "pid": os.getpid()})
         mlflow.log_params({"dataset": cfg.dataset.name, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
                            "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space)})
         mlflow.log_dict({b: data[b]["meta"]["index"] for b in builds}, "index_manifests.json")

@@ -138,7 +138,7 @@ cmd_run() {
     local rc=0
     wait "${pids[$i]}" || rc=$?
     rm -f "$STATE/worker-$i.pid"
-    if [ $rc = 137 ]; then say "worker $i was killed (SIGKILL)"
+    if [ $rc = 137 ]; then say "worker $i was killed (SIGKILL)"; mark_killed "${pids[$i]}"
     elif [ $rc != 0 ]; then say "worker $i failed (exit $rc):"; tail -5 "$STATE/worker-$i.log" >&2; bad=1
     else say "worker $i: $(grep -m1 '^worker' "$STATE/worker-$i.log" || true)"; fi
   done
@@ -146,31 +146,46 @@ cmd_run() {
   return $bad
 }
 
+# A SIGKILLed worker cannot end its MLflow run: mark it KILLED (its logged trials stay).
+mark_killed() {
+  "$PY" - "$1" <<'EOF' || true
+import os, socket, sys
+from mlflow.tracking import MlflowClient
+client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+ids = [e.experiment_id for e in client.search_experiments()]
+query = f"tags.pid = '{sys.argv[1]}' and tags.host = '{socket.gethostname()}' and attributes.status = 'RUNNING'"
+for r in client.search_runs(ids, filter_string=query):
+    client.set_terminated(r.info.run_id, "KILLED")
+EOF
+}
+
 cmd_kill_worker() {
   local i=${1:?usage: kill-worker I}
   . "$STATE/env"
   for _ in $(seq 600); do [ -s "$STATE/worker-$i.pid" ] && break; sleep 1; done
   local pid; pid=$(cat "$STATE/worker-$i.pid")
-  # Wait until worker I holds a RUNNING trial, so that the kill lands mid-trial.
-  "$PY" - "$i" <<'EOF'
-import os, socket, sys, time
+  # Wait until worker I holds a RUNNING trial, kill it at once, then check that the trial was still RUNNING.
+  "$PY" - "$i" "$pid" <<'EOF'
+import os, signal, socket, sys, time
 import optuna
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 storage = optuna.storages.RDBStorage(os.environ["RAGX_LAB_STORAGE"])
-me = f"{socket.gethostname()}/{sys.argv[1]}"
+me, pid = f"{socket.gethostname()}/{sys.argv[1]}", int(sys.argv[2])
+running = optuna.trial.TrialState.RUNNING
 deadline = time.time() + 300
 while time.time() < deadline:
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
         study = optuna.load_study(study_name=s.study_name, storage=storage)
-        running = [t.number for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if t.user_attrs.get("worker") == me]
-        if running:
-            print(f"worker {sys.argv[1]} runs trial {running[0]} of {s.study_name}", flush=True)
-            sys.exit(0)
+        mine = [t for t in study.get_trials(deepcopy=False, states=(running,)) if t.user_attrs.get("worker") == me]
+        if mine:
+            os.kill(pid, signal.SIGKILL)
+            state = storage.get_trial(mine[0]._trial_id).state
+            print(f"lab_cluster: killed worker {sys.argv[1]} (pid {pid}) with SIGKILL in trial {mine[0].number} of {s.study_name}: "
+                  f"{'still RUNNING, so killed mid-trial' if state == running else 'it had just ended (' + state.name + ')'}", flush=True)
+            sys.exit(0 if state == running else 1)
     time.sleep(0.05)
 sys.exit("worker never ran a trial")
 EOF
-  kill -9 "$pid"
-  say "killed worker $i (pid $pid) with SIGKILL"
 }
 
 cmd_status() {
