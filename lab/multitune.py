@@ -1,0 +1,138 @@
+"""Item 1 of issue 13: one tuning objective over several training sets at once, with a worst-case guard.
+
+Training sets: scifact train, dendron-vault train, and the queries of cranfield and musique-small
+(test-only collections) under 5-fold cross-validation. Configurations of ragx's own [search]
+parameters are drawn by Optuna's QMC sampler, which does not look at objective values, so one
+evaluation of each configuration on every query serves every fold without leakage:
+
+    objective(set of training data) = mean_s nDCG@10_s  -  lam * max_s max(0, ref_s - nDCG@10_s)
+
+where ref_s is the equal-budget hybrid of that training set (RRF of dense + BM25 over the pass's nodes).
+Each configuration is re-scored with ragx's own scoring (lab.rescore.file_run), exactly as `ragx eval`.
+
+Reported: per collection, the held-out figure (scifact / dendron-vault test with the configuration
+chosen on the training sets; cranfield / musique-small: nested CV, each fold's queries scored by the
+configuration chosen without them) and the train/test gap.
+
+    python -m lab.multitune N_CONFIGS [WORKER WORKERS]   -> lab cache: multitune/<worker>.npz
+    python -m lab.multitune report                        -> reports/research/multitune.{md,json}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ragx.search.params import Params
+
+from .rescore import file_run
+from .studies import data
+from .studies.evaluate import per_query
+
+SPACE = {  # name -> (kind, low, high)
+    "dense_n": ("int", 10, 100), "lexical_n": ("int", 10, 100), "rrf_k": ("float", 5.0, 100.0), "hops": ("int", 0, 2),
+    "decay": ("float", 0.2, 1.0), "query_floor": ("float", 0.2, 0.6), "max_frontier": ("int", 20, 300),
+    "beta": ("float", 0.0, 1.0), "gamma": ("float", 0.0, 1.0), "delta": ("float", 0.0, 1.0), "file_chunks": ("int", 1, 3),
+}
+BASE = Params(top=10, dense_n=20, lexical_n=20, rrf_k=30.63342230920435, hops=1, decay=0.5, query_floor=0.20569530695000607,
+              max_frontier=150, alpha=0.0, beta=0.0077599600471927824, gamma=0.4976581150386485, delta=0.36041733346022464,
+              shortlist=100, file_chunks=1)  # today's promoted defaults without the reranker
+FIXED = {  # reference configurations, evaluated like every draw (indices 0..3)
+    "defaults": BASE,
+    "hybrid100": BASE.replace(dense_n=100, lexical_n=100, hops=0),
+    "dense100": BASE.replace(dense_n=100, lexical_n=0, hops=0, beta=0.0, gamma=1.0, delta=0.0),
+    "bm25_100": BASE.replace(dense_n=0, lexical_n=100, hops=0, beta=0.0, gamma=0.0, delta=1.0),
+}
+TRAIN = ("scifact-train", "dendron-vault-train", "cranfield-test", "musique-small-test")
+TEST = ("scifact-test", "dendron-vault-test")
+LAM = 1.0
+OUT = Path(__file__).resolve().parent.parent / "reports" / "research"
+
+
+def store() -> Path:
+    return data.cache_root().parent / "multitune"
+
+
+def configs(n: int) -> list[Params]:
+    """The first config is today's defaults, the second the 100-seed hybrid preset; then QMC draws."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.QMCSampler(seed=0, scramble=True))
+    out = list(FIXED.values())
+    for _ in range(n):
+        t = study.ask()
+        ch = {k: (t.suggest_int(k, lo, hi) if kind == "int" else t.suggest_float(k, lo, hi)) for k, (kind, lo, hi) in SPACE.items()}
+        study.tell(t, 0.0)
+        out.append(BASE.replace(**ch))
+    return out
+
+
+def load_splits() -> dict[str, data.Split]:
+    return {f"{c}-{s}": data.load(c, s) for c in data.SPLITS for s in data.SPLITS[c]}
+
+
+def evaluate_configs(n: int, worker: int = 0, workers: int = 1) -> Path:
+    splits = load_splits()
+    cfgs = configs(n)
+    mine = [i for i in range(len(cfgs)) if i % workers == worker]
+    vals = {name: np.zeros((len(cfgs), len(s.qids))) for name, s in splits.items()}
+    done = np.zeros(len(cfgs), bool)
+    out = store() / f"{worker}.npz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    for j, i in enumerate(mine):
+        for name, s in splits.items():
+            vals[name][i] = per_query(s.qrels, file_run(s.passes, cfgs[i], s.paths), s.qids)["nDCG@10"]
+        done[i] = True
+        if j % 5 == 4 or j == len(mine) - 1:
+            np.savez(out, done=done, **{k.replace("-", "_"): v for k, v in vals.items()})
+            print(f"worker {worker}: {j + 1}/{len(mine)} configs, {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def load_values(n: int) -> tuple[list[Params], dict[str, np.ndarray], np.ndarray]:
+    cfgs = configs(n)
+    merged, done = {}, np.zeros(len(cfgs), bool)
+    for f in sorted(store().glob("*.npz")):
+        z = np.load(f)
+        d = z["done"][: len(cfgs)]
+        for k in z.files:
+            if k == "done":
+                continue
+            name = k.replace("_", "-")
+            merged.setdefault(name, np.zeros_like(z[k][: len(cfgs)]))
+            merged[name][d] = z[k][: len(cfgs)][d]
+        done |= d
+    return cfgs, merged, done
+
+
+def references(splits: dict[str, data.Split]) -> dict[str, np.ndarray]:
+    """Per split, per query nDCG@10 of the equal-budget hybrid (RRF over the pass's nodes)."""
+    from .studies import signals
+    from .studies.evaluate import measure
+
+    return {name: measure(s, lambda c: signals.rrf(c, 60.0))["nDCG@10"] for name, s in splits.items()}
+
+
+def objective(vals, refs, parts, idx: np.ndarray) -> np.ndarray:
+    """Objective of every configuration in idx over the (split, query mask) parts."""
+    means = np.stack([vals[s][idx][:, m].mean(axis=1) for s, m in parts])      # parts x configs
+    ref = np.array([refs[s][m].mean() for s, m in parts])[:, None]
+    worst = np.maximum(0.0, (ref - means).max(axis=0))
+    return means.mean(axis=0) - LAM * worst
+
+
+def choose(vals, refs, splits, idx, hold_fold: int | None) -> int:
+    parts = []
+    for name in TRAIN:
+        qids = splits[name].qids
+        mask = np.ones(len(qids), bool) if name.endswith("train") or hold_fold is None else \
+            np.array([data.fold_of(q) != hold_fold for q in qids])
+        parts.append((name, mask))
+    obj = objective(vals, refs, parts, idx)
+    return int(idx[int(np.argmax(obj))])

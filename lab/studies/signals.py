@@ -1,0 +1,51 @@
+"""Per-node signals of a cached pass, every one defined on the pass's full node set (the shared
+candidate budget): dense cosine, BM25, their ranks, RRF and min-max normalised linear fusion."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragx.search.candidates import Candidates
+from ragx.search.score import minmax
+
+
+def ranks_desc(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """1-based rank of each value (higher is better, ties by position); +inf where not valid."""
+    order = np.argsort(-values, kind="stable")
+    r = np.empty(len(values))
+    r[order] = np.arange(1, len(values) + 1)
+    if valid is not None:
+        # rank among valid entries only
+        vo = order[valid[order]]
+        r = np.full(len(values), np.inf)
+        r[vo] = np.arange(1, len(vo) + 1)
+    return r
+
+
+def dense_rank(c: Candidates) -> np.ndarray:
+    return ranks_desc(c.qsim.astype(np.float64))
+
+
+def lexical_rank(c: Candidates) -> np.ndarray:
+    return ranks_desc(c.lexical, c.lexical > 0)
+
+
+def rrf(c: Candidates, k: float = 60.0, w_dense: float = 1.0, w_lex: float = 1.0) -> np.ndarray:
+    """RRF of the dense and BM25 rankings of the pass's nodes (a node BM25 does not match adds 0)."""
+    return w_dense / (k + dense_rank(c)) + w_lex / (k + lexical_rank(c))
+
+
+def linear(c: Candidates, w_dense: float, w_lex: float) -> np.ndarray:
+    """ragx's own fusion (min-max per query, weighted mean) over the full node set."""
+    t = w_dense + w_lex
+    return (w_dense * minmax(c.qsim) + w_lex * minmax(c.lexical)) / (t if t > 0 else 1.0)
+
+
+def adjacency(c: Candidates):
+    """The pass's induced kNN graph as a symmetric scipy CSR matrix (weights as stored)."""
+    import scipy.sparse as sp
+
+    n = len(c.nodes)
+    src = np.repeat(np.arange(n), np.diff(c.indptr))
+    a = sp.csr_matrix((c.weight, (src, c.nbr)), shape=(n, n))
+    return a.maximum(a.T).tocsr()
