@@ -33,11 +33,12 @@ from .rescore import file_run
 from .studies import data
 from .studies.evaluate import per_query
 
-SPACE = {  # name -> (kind, low, high)
+SPACE = {  # name -> (kind, low, high); the weights are drawn as shares (only their ratios rank)
     "dense_n": ("int", 10, 100), "lexical_n": ("int", 10, 100), "rrf_k": ("float", 5.0, 100.0), "hops": ("int", 0, 2),
     "decay": ("float", 0.2, 1.0), "query_floor": ("float", 0.2, 0.6), "max_frontier": ("int", 20, 300),
-    "beta": ("float", 0.0, 1.0), "gamma": ("float", 0.0, 1.0), "delta": ("float", 0.0, 1.0), "file_chunks": ("int", 1, 3),
+    "lexical_share": ("float", 0.1, 0.8), "beta": ("float", 0.0, 0.5), "file_chunks": ("int", 1, 2),
 }
+PARAMS = ("dense_n", "lexical_n", "rrf_k", "hops", "decay", "query_floor", "max_frontier", "beta", "gamma", "delta", "file_chunks")
 BASE = Params(top=10, dense_n=20, lexical_n=20, rrf_k=30.63342230920435, hops=1, decay=0.5, query_floor=0.20569530695000607,
               max_frontier=150, alpha=0.0, beta=0.0077599600471927824, gamma=0.4976581150386485, delta=0.36041733346022464,
               shortlist=100, file_chunks=1)  # today's promoted defaults without the reranker
@@ -68,7 +69,8 @@ def configs(n: int) -> list[Params]:
         t = study.ask()
         ch = {k: (t.suggest_int(k, lo, hi) if kind == "int" else t.suggest_float(k, lo, hi)) for k, (kind, lo, hi) in SPACE.items()}
         study.tell(t, 0.0)
-        out.append(BASE.replace(**ch))
+        share = ch.pop("lexical_share")
+        out.append(BASE.replace(**ch, gamma=1.0 - share, delta=share))
     return out
 
 
@@ -136,3 +138,64 @@ def choose(vals, refs, splits, idx, hold_fold: int | None) -> int:
         parts.append((name, mask))
     obj = objective(vals, refs, parts, idx)
     return int(idx[int(np.argmax(obj))])
+
+
+def report(n: int) -> dict:
+    from .studies.stats import holm, paired
+
+    splits = load_splits()
+    cfgs, vals, done = load_values(n)
+    idx = np.flatnonzero(done)
+    refs = references(splits)
+    rec = choose(vals, refs, splits, idx, None)
+    fold_choice = {f: choose(vals, refs, splits, idx, f) for f in range(data.CV_FOLDS)}
+    coll_test = {"scifact": "scifact-test", "dendron-vault": "dendron-vault-test", "cranfield": "cranfield-test",
+                 "musique-small": "musique-small-test"}
+    coll_train = {"scifact": "scifact-train", "dendron-vault": "dendron-vault-train"}
+    rows, md = {}, []
+    for coll, name in coll_test.items():
+        s = splits[name]
+        if coll in coll_train:
+            tuned, train_val = vals[name][rec], float(vals[coll_train[coll]][rec].mean())
+            chosen = f"#{rec}"
+        else:  # nested CV: each fold's queries by the configuration chosen without them
+            folds = np.array([data.fold_of(q) for q in s.qids])
+            tuned = np.zeros(len(s.qids))
+            train_means = []
+            for f, i in fold_choice.items():
+                tuned[folds == f] = vals[name][i][folds == f]
+                train_means.append(vals[name][i][folds != f].mean())
+            train_val = float(np.mean(train_means))
+            chosen = "/".join(f"#{fold_choice[f]}" for f in range(data.CV_FOLDS))
+        refs_here = {"hybrid (RRF, pass nodes)": refs[name], **{k: vals[name][i] for i, k in enumerate(FIXED)}}
+        comps = {k: paired(tuned, v) for k, v in refs_here.items()}
+        holm(list(comps.values()))
+        best_leg = max(("dense100", "bm25_100"), key=lambda k: refs_here[k].mean())
+        rows[coll] = {"tuned": float(tuned.mean()), "chosen": chosen, "train": train_val, "gap": train_val - float(tuned.mean()),
+                      "recommended_in_sample": float(vals[name][rec].mean()),
+                      "refs": {k: {"mean": float(v.mean()), "delta": c.delta, "ci": [c.ci_low, c.ci_high], "p_holm": c.p_holm,
+                                   "wtl": [c.wins, c.ties, c.losses]} for (k, v), c in zip(refs_here.items(), comps.values())},
+                      "best_leg": best_leg}
+        if coll == "dendron-vault":
+            types = np.array([s.query_types.get(q, "?") for q in s.qids])
+            rows[coll]["by_type"] = {t: {"tuned": float(tuned[types == t].mean()), "hybrid100": float(vals[name][1][types == t].mean()),
+                                         "defaults": float(vals[name][0][types == t].mean()), "n": int((types == t).sum())}
+                                     for t in sorted(set(types))}
+    rp = cfgs[rec]
+    result = {"configs_evaluated": int(len(idx)), "lambda": LAM, "recommended_index": rec,
+              "recommended": {k: getattr(rp, k) for k in PARAMS}, "fold_choice": fold_choice, "rows": rows}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "multitune.json").write_text(json.dumps(result, indent=1, default=float), encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "report":
+        r = report(int(sys.argv[2]))
+        print(json.dumps({k: v for k, v in r.items() if k != "rows"}, indent=1, default=float))
+        for coll, row in r["rows"].items():
+            print(coll, json.dumps({k: v for k, v in row.items() if k != "refs"}, default=float))
+            for k, v in row["refs"].items():
+                print(f"   vs {k}: {v['mean']:.4f} delta {v['delta']:+.4f} p_holm {v['p_holm']:.3g} wtl {v['wtl']}")
+    else:
+        evaluate_configs(int(sys.argv[1]), *(int(x) for x in sys.argv[2:]))
