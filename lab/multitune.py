@@ -14,8 +14,8 @@ Reported: per collection, the held-out figure (scifact / dendron-vault test with
 chosen on the training sets; cranfield / musique-small: nested CV, each fold's queries scored by the
 configuration chosen without them) and the train/test gap.
 
-    python -m lab.multitune N_CONFIGS [WORKER WORKERS]   -> lab cache: multitune/<worker>.npz
-    python -m lab.multitune report                        -> reports/research/multitune.{md,json}
+    python -m lab.multitune N_CONFIGS SPLIT...   -> $RAGX_CACHE_DIR/lab/multitune/<split>-<N>.npy
+    python -m lab.multitune report N_CONFIGS      -> reports/research/multitune.json
 """
 
 from __future__ import annotations
@@ -74,43 +74,28 @@ def configs(n: int) -> list[Params]:
     return out
 
 
-def load_splits() -> dict[str, data.Split]:
-    return {f"{c}-{s}": data.load(c, s) for c in data.SPLITS for s in data.SPLITS[c]}
+def load_splits(names=None) -> dict[str, data.Split]:
+    all_names = [f"{c}-{s}" for c in data.SPLITS for s in data.SPLITS[c]]
+    return {n: data.load(*n.rsplit("-", 1)) for n in (names or all_names)}
 
 
-def evaluate_configs(n: int, worker: int = 0, workers: int = 1) -> Path:
-    splits = load_splits()
+def evaluate_configs(n: int, names: list[str]) -> None:
+    """nDCG@10 per query of every configuration on each named split -> multitune/<split>.npy."""
     cfgs = configs(n)
-    mine = [i for i in range(len(cfgs)) if i % workers == worker]
-    vals = {name: np.zeros((len(cfgs), len(s.qids))) for name, s in splits.items()}
-    done = np.zeros(len(cfgs), bool)
-    out = store() / f"{worker}.npz"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    t = time.perf_counter()
-    for j, i in enumerate(mine):
-        for name, s in splits.items():
-            vals[name][i] = per_query(s.qrels, file_run(s.passes, cfgs[i], s.paths), s.qids)["nDCG@10"]
-        done[i] = True
-        if j % 5 == 4 or j == len(mine) - 1:
-            np.savez(out, done=done, **{k.replace("-", "_"): v for k, v in vals.items()})
-            print(f"worker {worker}: {j + 1}/{len(mine)} configs, {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
-    return out
+    store().mkdir(parents=True, exist_ok=True)
+    for name, s in load_splits(names).items():
+        t = time.perf_counter()
+        vals = np.zeros((len(cfgs), len(s.qids)))
+        for i, p in enumerate(cfgs):
+            vals[i] = per_query(s.qrels, file_run(s.passes, p, s.paths), s.qids)["nDCG@10"]
+        np.save(store() / f"{name}-{n}.npy", vals)
+        print(f"{name}: {len(cfgs)} configs, {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
 
 
 def load_values(n: int) -> tuple[list[Params], dict[str, np.ndarray], np.ndarray]:
     cfgs = configs(n)
-    merged, done = {}, np.zeros(len(cfgs), bool)
-    for f in sorted(store().glob("*.npz")):
-        z = np.load(f)
-        d = z["done"][: len(cfgs)]
-        for k in z.files:
-            if k == "done":
-                continue
-            name = k.replace("_", "-")
-            merged.setdefault(name, np.zeros_like(z[k][: len(cfgs)]))
-            merged[name][d] = z[k][: len(cfgs)][d]
-        done |= d
-    return cfgs, merged, done
+    vals = {f.name.removesuffix(f"-{n}.npy"): np.load(f) for f in store().glob(f"*-{n}.npy")}
+    return cfgs, vals, np.ones(len(cfgs), bool)
 
 
 def references(splits: dict[str, data.Split]) -> dict[str, np.ndarray]:
@@ -198,4 +183,4 @@ if __name__ == "__main__":
             for k, v in row["refs"].items():
                 print(f"   vs {k}: {v['mean']:.4f} delta {v['delta']:+.4f} p_holm {v['p_holm']:.3g} wtl {v['wtl']}")
     else:
-        evaluate_configs(int(sys.argv[1]), *(int(x) for x in sys.argv[2:]))
+        evaluate_configs(int(sys.argv[1]), sys.argv[2:])

@@ -22,8 +22,10 @@ Scorer = Callable[[Candidates], np.ndarray]
 
 
 def file_ranking(c: Candidates, values: np.ndarray, file_chunks: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Files ranked from per-node values over ALL nodes of the pass (ties: smaller chunk id)."""
+    """Files ranked from per-node values (ties: smaller chunk id). NaN marks a node that is not a
+    candidate of this configuration (e.g. outside a seeds-only budget): it is left out."""
     order = np.lexsort((c.nodes, -values))
+    order = order[~np.isnan(values[order])]
     r = Ranking(order=order, score=values, fused=None, trace=None, reranked=False)
     return rank_files(c, r, _FILE_PARAMS.replace(file_chunks=file_chunks))
 

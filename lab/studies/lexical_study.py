@@ -23,23 +23,32 @@ OUT = Path(__file__).resolve().parents[2] / "reports" / "research"
 DEPTH = 100
 
 
-def _tokenize(texts, stem: bool, stop: bool):
+def fold(text: str) -> str:
+    """Strip diacritics (NFKD, drop combining marks), as FTS5's unicode61 remove_diacritics does."""
+    import unicodedata
+
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _tokenize(texts, stem: bool, stop: bool, folded: bool = False):
     import bm25s
     import Stemmer
 
+    if folded:
+        texts = [fold(t) for t in texts]
     return bm25s.tokenize(texts, lower=True, stopwords="en" if stop else None,
                           stemmer=Stemmer.Stemmer("english") if stem else None, show_progress=False)
 
 
 def bm25_run(units: list[str], unit_files: list[str], queries: dict[str, str], *, k1=0.9, b=0.4, method="lucene",
-             stem=True, stop=True) -> dict[str, dict[str, float]]:
+             stem=True, stop=True, folded=False) -> dict[str, dict[str, float]]:
     """A file-level run: units (files or chunks) scored by bm25s, a file taking its best unit's score."""
     import bm25s
 
     model = bm25s.BM25(method=method, k1=k1, b=b)
-    model.index(_tokenize(units, stem, stop), show_progress=False)
+    model.index(_tokenize(units, stem, stop, folded), show_progress=False)
     qids = list(queries)
-    qtok = _tokenize([queries[q] for q in qids], stem, stop)
+    qtok = _tokenize([queries[q] for q in qids], stem, stop, folded)
     k = min(len(units), DEPTH * 4)
     docs, scores = model.retrieve(qtok, k=k, show_progress=False, n_threads=1)
     files = np.array(unit_files)
@@ -62,13 +71,15 @@ def corpus_units(s: data.Split) -> tuple[list[str], list[str], list[str], list[s
     return texts, files, table.texts, paths
 
 
-VARIANTS = {  # name -> (unit, k1, b, stem, stop)
-    "ref: file lucene k1=.9 b=.4 stem stop": ("file", 0.9, 0.4, True, True),
-    "file k1=1.2 b=.75 stem stop": ("file", 1.2, 0.75, True, True),
-    "file k1=.9 b=.4 no-stem": ("file", 0.9, 0.4, False, True),
-    "file k1=.9 b=.4 no-stop": ("file", 0.9, 0.4, True, False),
-    "chunk k1=.9 b=.4 stem stop": ("chunk", 0.9, 0.4, True, True),
-    "chunk k1=1.2 b=.75 stem stop": ("chunk", 1.2, 0.75, True, True),
+VARIANTS = {  # name -> (unit, k1, b, stem, stop, fold diacritics)
+    "ref: file lucene k1=.9 b=.4 stem stop": ("file", 0.9, 0.4, True, True, False),
+    "file k1=1.2 b=.75 stem stop": ("file", 1.2, 0.75, True, True, False),
+    "file k1=.9 b=.4 no-stem": ("file", 0.9, 0.4, False, True, False),
+    "file k1=.9 b=.4 no-stop": ("file", 0.9, 0.4, True, False, False),
+    "file k1=.9 b=.4 stem stop fold": ("file", 0.9, 0.4, True, True, True),
+    "chunk k1=.9 b=.4 stem stop": ("chunk", 0.9, 0.4, True, True, False),
+    "chunk k1=1.2 b=.75 stem stop": ("chunk", 1.2, 0.75, True, True, False),
+    "chunk k1=1.2 b=.75 stem stop fold": ("chunk", 1.2, 0.75, True, True, True),
 }
 
 
@@ -79,9 +90,9 @@ def run(collections=COLLECTIONS) -> dict:
         ftexts, fpaths, ctexts, cpaths = corpus_units(s)
         queries = {c.notes["qid"]: c.query for c in s.passes}
         rows = {"ragx FTS5 (chunk, best chunk per file)": measure(s, lambda c: np.where(c.lexical > 0, c.lexical, -1.0))}
-        for name, (unit, k1, b, stem, stop) in VARIANTS.items():
+        for name, (unit, k1, b, stem, stop, folded) in VARIANTS.items():
             texts, owners = (ftexts, fpaths) if unit == "file" else (ctexts, cpaths)
-            r = bm25_run(texts, owners, queries, k1=k1, b=b, stem=stem, stop=stop)
+            r = bm25_run(texts, owners, queries, k1=k1, b=b, stem=stem, stop=stop, folded=folded)
             rows[name] = per_query(s.qrels, r, s.qids)
         ref = "ref: file lucene k1=.9 b=.4 stem stop"
         md += [f"## {coll} ({len(s.qids)} queries)", "", markdown(rows, ref, "nDCG@10"), ""]

@@ -49,3 +49,35 @@ def adjacency(c: Candidates):
     src = np.repeat(np.arange(n), np.diff(c.indptr))
     a = sp.csr_matrix((c.weight, (src, c.nbr)), shape=(n, n))
     return a.maximum(a.T).tocsr()
+
+
+def seeds_mask(c: Candidates, n: int = 100) -> np.ndarray:
+    """Nodes among the dense top-n (query vector) or the BM25 top-n: ragx's hybrid candidate set."""
+    ids = np.concatenate([c.dense_ids[0][:n], c.lexical_ids[:n]]) if c.dense_ids else c.lexical_ids[:n]
+    m = np.zeros(len(c.nodes), bool)
+    m[c.local(np.unique(ids))] = True
+    return m
+
+
+def on_seeds(scorer, n: int = 100):
+    """The same scorer restricted to the seeds-only candidate set (others NaN = not candidates).
+    Signals (min-max, ranks) are computed over the seeds only, as ragx's hybrid preset does."""
+
+    def score(c: Candidates) -> np.ndarray:
+        m = seeds_mask(c, n)
+        sub = restrict(c, m)
+        out = np.full(len(c.nodes), np.nan)
+        out[m] = scorer(sub)
+        return out
+
+    return score
+
+
+def restrict(c: Candidates, m: np.ndarray) -> Candidates:
+    """A Candidates view on the nodes in mask m (graph edges dropped: seeds-only scoring needs none)."""
+    from dataclasses import replace
+
+    k = int(m.sum())
+    return replace(c, nodes=c.nodes[m], file_ids=c.file_ids[m], qsim=c.qsim[m], lexical=c.lexical[m],
+                   indptr=np.zeros(k + 1, np.int64), nbr=np.empty(0, np.int64), weight=np.empty(0), rerank=c.rerank[m],
+                   notes=dict(c.notes))
