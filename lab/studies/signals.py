@@ -10,15 +10,12 @@ from ragx.search.score import minmax
 
 
 def ranks_desc(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """1-based rank of each value (higher is better, ties by position); +inf where not valid."""
+    """1-based rank of each value among the valid ones (higher is better, ties by position); +inf elsewhere."""
     order = np.argsort(-values, kind="stable")
-    r = np.empty(len(values))
-    r[order] = np.arange(1, len(values) + 1)
     if valid is not None:
-        # rank among valid entries only
-        vo = order[valid[order]]
-        r = np.full(len(values), np.inf)
-        r[vo] = np.arange(1, len(vo) + 1)
+        order = order[valid[order]]
+    r = np.full(len(values), np.inf)
+    r[order] = np.arange(1, len(order) + 1)
     return r
 
 
