@@ -36,9 +36,9 @@ from .studies.evaluate import per_query
 SPACE = {  # name -> (kind, low, high); the weights are drawn as shares (only their ratios rank)
     "dense_n": ("int", 10, 100), "lexical_n": ("int", 10, 100), "rrf_k": ("float", 5.0, 100.0), "hops": ("int", 0, 2),
     "decay": ("float", 0.2, 1.0), "query_floor": ("float", 0.2, 0.6), "max_frontier": ("int", 20, 300),
-    "lexical_share": ("float", 0.1, 0.8), "heat_weight": ("float", 0.0, 0.5), "file_chunks": ("int", 1, 2),
+    "lexical_share": ("float", 0.1, 0.8), "beta": ("float", 0.0, 0.5), "file_chunks": ("int", 1, 2),
 }
-PARAMS = ("dense_n", "lexical_n", "rrf_k", "hops", "decay", "query_floor", "max_frontier", "beta", "gamma", "delta", "file_chunks")
+PARAMS = ("dense_n", "lexical_n", "rrf_k", "hops", "decay", "query_floor", "max_frontier", "heat_weight", "dense_weight", "lexical_weight", "file_chunks")
 BASE = Params(top=10, dense_n=20, lexical_n=20, rrf_k=30.63342230920435, hops=1, decay=0.5, query_floor=0.20569530695000607,
               max_frontier=150, rerank_weight=0.0, heat_weight=0.0077599600471927824, dense_weight=0.4976581150386485, lexical_weight=0.36041733346022464,
               shortlist=100, file_chunks=1)  # today's promoted defaults without the reranker
@@ -70,6 +70,7 @@ def configs(n: int) -> list[Params]:
         ch = {k: (t.suggest_int(k, lo, hi) if kind == "int" else t.suggest_float(k, lo, hi)) for k, (kind, lo, hi) in SPACE.items()}
         study.tell(t, 0.0)
         share = ch.pop("lexical_share")
+        ch["heat_weight"] = ch.pop("beta")  # drawn under its old name, so the study's draws stay reproducible
         out.append(BASE.replace(**ch, dense_weight=1.0 - share, lexical_weight=share))
     return out
 
