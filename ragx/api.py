@@ -117,7 +117,7 @@ class Corpus:
         top: int | None = None,
         files_only: bool = False,
         explain: bool = False,
-        graph: bool = True,
+        graph: bool | None = None,
         lexical: bool = True,
         rerank: bool = True,
         expand: bool = True,

@@ -133,7 +133,7 @@ def test_default_run_has_the_wide_hybrid_and_the_reference_bm25(corpus, capsys):
     root, q = corpus
     full, err = run_json(capsys, str(q), "--root", str(root))
     doc = full["datasets"][0]
-    assert list(doc["files"]["means"]) == ["dense", "bm25", "bm25-ref", "hybrid", "hybrid-wide", "graph"]
+    assert list(doc["files"]["means"]) == ["dense", "bm25", "bm25-ref", "hybrid", "hybrid-wide", "default", "graph"]
     assert full["reference"] == "hybrid" and "hybrid" not in doc["comparisons"]["configs"]
     assert doc["files"]["means"]["bm25-ref"]["nDCG@10"] > 0.5
     assert doc["budgets"]["bm25-ref"]["unit"] == "files"

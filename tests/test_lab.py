@@ -48,7 +48,7 @@ def setup(tmp_path, monkeypatch):
 def test_offline_rescoring_is_digit_exact_against_live_eval(setup, tmp_path):
     corpus, queries = setup
     configs = [parse_config(s, corpus.settings.search) for s in SPECS]
-    caps = PassCaps(dense_n=40, lexical_n=40, hops=3, query_floor=0.0)  # wider than any config
+    caps = PassCaps(dense_n=120, lexical_n=120, hops=3, query_floor=0.0)  # wider than any config
     folder = build_cache(corpus, queries, caps, tmp_path / "cache")
     passes, meta = load_cache(folder)
     qrels = {q.id: q.files for q in queries}

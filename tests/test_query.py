@@ -46,7 +46,7 @@ def test_explain_paths_use_stored_edges_with_exact_weights(corpus):
     edges = {(a, b): w for a, b, w in db.execute("SELECT a, b, weight FROM edges")}
     hops_seen = 0
     for q in ["bread oven", "sail mast", "galaxies nebula", "anchor yeast", "light years flour"]:
-        doc = c.query(q, top=1000, explain=True)
+        doc = c.query(q, top=1000, explain=True, graph=True, params=c.settings.search.replace(dense_n=20, lexical_n=20))
         for r in doc["results"]:
             path = r["path"]
             assert path[0]["hop"] == 0 and path[-1]["chunk_id"] == r["chunk_id"]
@@ -61,7 +61,7 @@ def test_explain_paths_use_stored_edges_with_exact_weights(corpus):
 def test_switches_change_the_pipeline(corpus):
     c = Corpus(corpus)
     few_seeds = c.settings.search.replace(dense_n=3, lexical_n=3, query_floor=0.0)
-    graph = c.query("bread oven", top=1000, params=few_seeds)
+    graph = c.query("bread oven", top=1000, params=few_seeds, graph=True)
     flat = c.query("bread oven", top=1000, graph=False, params=few_seeds)
     assert len(graph["results"]) > len(flat["results"])
     assert max(r["hop"] for r in graph["results"]) >= 1

@@ -21,7 +21,8 @@ def query_command(
     files_only: Annotated[bool, typer.Option("--files-only", help="Rank files (sum of their best chunk scores).")] = False,
     json_out: JsonOpt = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show the seed -> edge -> chunk path behind each result.")] = False,
-    no_graph: Annotated[bool, typer.Option("--no-graph", help="Seeds only: no heat propagation.")] = False,
+    graph: Annotated[Optional[bool], typer.Option(
+        "--graph/--no-graph", help="Spread heat over the similarity graph (off by default: no measured gain, see README).")] = None,
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
@@ -33,7 +34,7 @@ def query_command(
     corpus = Corpus.open(root, need_index=True)
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
-        graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+        graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
     )
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)

@@ -26,7 +26,8 @@ PRESETS: dict[str, Callable[[Params], Params]] = {
     "dense": lambda p: p.replace(lexical_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0),
     "bm25": lambda p: p.replace(dense_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=1.0),
     "hybrid": lambda p: p.switched(graph=False, rerank=False),
-    "graph": lambda p: p.switched(rerank=False),
+    "graph": lambda p: p.switched(graph=True, rerank=False),   # the graph stage on (off by default)
+    "default": lambda p: p.switched(rerank=False),             # the shipped pipeline, without a reranker
     "full": lambda p: p,
 }
 REFERENCE_BM25 = "bm25-ref"
@@ -38,6 +39,7 @@ DEFAULT_CONFIGS = (
     REFERENCE_BM25,
     "hybrid",
     "hybrid-wide=hybrid,dense_n=100,lexical_n=100,budget=own",  # a plain wide hybrid, always shown
+    "default",                                                  # what `ragx query` runs (own caps)
     "graph",
 )
 DEFAULT_REFERENCE = "hybrid"     # significance is measured against the plain hybrid at equal budget

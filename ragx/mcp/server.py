@@ -116,7 +116,8 @@ def build_server(service: Service) -> MCPServer:
             bool, Field(description="Rank files instead of chunks (schema ragx.files.v1): one entry per file with its best chunk's lines.")
         ] = False,
         explain: Annotated[bool, Field(description="Add each result's seed -> edge -> chunk path.")] = False,
-        no_graph: Annotated[bool, Field(description="Fast mode: seeds only, no heat propagation over the similarity graph.")] = False,
+        graph: Annotated[bool, Field(description="Also spread heat over the similarity graph (off by default: it showed no measured gain).")] = False,
+        no_graph: Annotated[bool, Field(description="No heat propagation over the similarity graph (the default unless the corpus config turns it on).")] = False,
         no_lexical: Annotated[bool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
         no_rerank: Annotated[bool, Field(description="Fast mode: skip the cross-encoder reranker (when one is configured).")] = False,
         no_expand: Annotated[bool, Field(description="Fast mode: skip LLM query expansion (when enabled).")] = False,
@@ -128,7 +129,7 @@ def build_server(service: Service) -> MCPServer:
         `ragx query --json`. The first search loads the embedding model; later ones are fast."""
         return _answer("search", lambda: service.search(
             query, top=top, files_only=files_only, explain=explain,
-            no_graph=no_graph, no_lexical=no_lexical, no_rerank=no_rerank, no_expand=no_expand,
+            graph=graph, no_graph=no_graph, no_lexical=no_lexical, no_rerank=no_rerank, no_expand=no_expand,
         ))
 
     @server.tool(annotations=ToolAnnotations(

@@ -156,6 +156,7 @@ class Service:
         top: int | None = None,
         files_only: bool = False,
         explain: bool = False,
+        graph: bool = False,
         no_graph: bool = False,
         no_lexical: bool = False,
         no_rerank: bool = False,
@@ -167,7 +168,7 @@ class Service:
         with self._lock:
             doc = self.corpus().query(
                 text, top=top, files_only=files_only, explain=explain,
-                graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+                graph=True if graph else (False if no_graph else None), lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
             )
         return schemas.document(schemas.FILES if files_only else schemas.QUERY, doc)
 

@@ -37,11 +37,14 @@ class Params:
     def replace(self, **changes) -> "Params":
         return dataclasses.replace(self, **changes)
 
-    def switched(self, *, graph: bool = True, lexical: bool = True, rerank: bool = True) -> "Params":
-        """The fast-mode switches of `ragx query` (--no-graph, --no-lexical, --no-rerank)."""
+    def switched(self, *, graph: bool | None = None, lexical: bool = True, rerank: bool = True) -> "Params":
+        """The switches of `ragx query`: --graph / --no-graph (None keeps the configured hops),
+        --no-lexical, --no-rerank. The graph is off by default (hops = 0); --graph turns on one hop."""
         p = self
-        if not graph:
+        if graph is False:
             p = p.replace(hops=0)
+        elif graph is True:
+            p = p.replace(hops=max(p.hops, 1))
         if not lexical:
             p = p.replace(lexical_n=0, lexical_weight=0.0)
         if not rerank:
