@@ -154,7 +154,7 @@ def report(n: int, guard: str = GUARD, lam: float = LAM) -> dict:
     coll_test = {"scifact": "scifact-test", "dendron-vault": "dendron-vault-test", "cranfield": "cranfield-test",
                  "musique-small": "musique-small-test"}
     coll_train = {"scifact": "scifact-train", "dendron-vault": "dendron-vault-train"}
-    rows, md = {}, []
+    rows = {}
     for coll, name in coll_test.items():
         s = splits[name]
         if coll in coll_train:

@@ -97,7 +97,7 @@ def main() -> None:
         "status --json": lambda r, e, i: _timed([r, "status", "--json", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
-    for name, (ragx, env) in sides.items():  # warm-up: model conversion, page cache
+    for _name, (ragx, env) in sides.items():  # warm-up: model conversion, page cache
         for task in tasks.values():
             task(ragx, env, 0)
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}

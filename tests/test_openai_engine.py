@@ -117,7 +117,7 @@ def test_api_key_env_unset_is_a_config_error_and_set_sends_the_header(tmp_path, 
         write_toml(tmp_path, openai_toml(server.base_url, extra='api_key_env = "RAGX_TEST_KEY"\n'))
         monkeypatch.delenv("RAGX_TEST_KEY", raising=False)
         with pytest.raises(ConfigError, match="RAGX_TEST_KEY.*not set"):
-            Corpus(tmp_path).embedder
+            _ = Corpus(tmp_path).embedder
         monkeypatch.setenv("RAGX_TEST_KEY", "s3cret")
         Corpus(tmp_path).embedder.embed_query("x")
         assert server.requests[-1]["headers"]["Authorization"] == "Bearer s3cret"

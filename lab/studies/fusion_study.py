@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from ragx.search.adaptive import adaptive_weights
-from ragx.search.score import minmax
 
 from . import data, ltr, signals
 from .evaluate import measure

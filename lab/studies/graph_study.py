@@ -25,7 +25,7 @@ def grids(side, base: str) -> dict[str, dict[str, object]]:
     return {
         "hybrid": {f"hybrid ({base})": fam.hybrid(base)},
         "heat": {f"heat w={w} decay={d}": fam.heat(w, d, base=base) for w in (0.05, 0.1, 0.2, 0.4) for d in (0.5, 0.8)},
-        "regularise": {f"reg lam={l}": fam.regularise(l, base=base) for l in (0.1, 0.2, 0.3, 0.5)},
+        "regularise": {f"reg lam={lam}": fam.regularise(lam, base=base) for lam in (0.1, 0.2, 0.3, 0.5)},
         "ppr": {f"ppr w={w} d={d}": fam.ppr(w, d, base=base) for w in (0.1, 0.2, 0.4, 0.8) for d in (0.5, 0.85)},
         "adjacent": {f"adj w={w}": fam.adjacent(side, w, base=base) for w in (0.05, 0.1, 0.2, 0.4)},
         "rareterm": {f"rare w={w} df<={m}": fam.rareterm(side, w, m, base=base) for w in (0.05, 0.1, 0.2, 0.4) for m in (10, 50)},

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import data, signals
+from . import data
 from .evaluate import measure, per_query
 from .protocol import COLLECTIONS
 from .tables import markdown

@@ -62,7 +62,7 @@ class Heldout:
 def select(bench: Bench, train_res, test_res, objective: str = "nDCG@10") -> Heldout:
     labels = list(test_res)
     if not bench.cv:
-        best = max(labels, key=lambda l: (train_res[l][objective].mean(), -labels.index(l)))
+        best = max(labels, key=lambda lab: (train_res[lab][objective].mean(), -labels.index(lab)))
         return Heldout([best], dict(test_res[best]), float(train_res[best][objective].mean()))
     folds = bench.folds()
     metrics = next(iter(test_res.values())).keys()
@@ -70,7 +70,7 @@ def select(bench: Bench, train_res, test_res, objective: str = "nDCG@10") -> Hel
     chosen, train_means = [], []
     for f in range(data.CV_FOLDS):
         tr, te = folds != f, folds == f
-        best = max(labels, key=lambda l: (test_res[l][objective][tr].mean(), -labels.index(l)))
+        best = max(labels, key=lambda lab: (test_res[lab][objective][tr].mean(), -labels.index(lab)))
         chosen.append(best)
         train_means.append(test_res[best][objective][tr].mean())
         for m in metrics:

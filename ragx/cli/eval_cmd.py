@@ -56,7 +56,7 @@ def eval_command(
         columns = (TextColumn(f"evaluating {dataset}"), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as progress:
             task = progress.add_task("eval", total=None)
-            doc = evaluate_dataset(corpus, queries, config, reference, meta, progress=lambda n: progress.advance(task, n))
+            doc = evaluate_dataset(corpus, queries, config, reference, meta, progress=lambda n, task=task: progress.advance(task, n))
         _print_dataset(doc, err if json_out else out)
         docs.append(doc)
     if len(docs) > 1:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import REBUILD, NoIndexError, sqlite_error
+from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
