@@ -105,6 +105,18 @@ class Corpus:
             p = p.replace(top=top)
         return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
 
+    def global_query(self, text: str, *, top: int = 5, chunks: int = 3) -> dict[str, Any]:
+        """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1."""
+        from .topics import rank_communities
+
+        if top < 1 or chunks < 1:
+            raise UsageError("--top must be at least 1")
+        searcher = self.searcher
+        searcher.refresh()
+        searcher.check_model()
+        qvec = searcher.embedder.embed_query(text)
+        return rank_communities(searcher.store, searcher.snapshot, qvec, text, top, chunks)
+
     def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
         from .eval.presets import DEFAULT_CONFIGS, parse_config
@@ -154,7 +166,9 @@ class Corpus:
         if what in ("neighbors", "neighbours"):
             return inspect.neighbors(store, snap, number("neighbors"))
         if what == "communities":
-            return inspect.communities(store)
+            from .index.labels import attach_labels
+
+            return attach_labels(inspect.communities(store), store.db)
         if what == "community":
             return inspect.community(store, number("community"))
         raise UsageError(f"unknown inspect target {what!r} (chunk, file, neighbors, communities, community)")

@@ -19,6 +19,9 @@ INSPECT = "ragx.inspect.v1"
 EVAL = "ragx.eval.v1"
 DOCTOR = "ragx.doctor.v1"
 ERROR = "ragx.error.v1"
+GLOBAL = "ragx.global.v1"
+EXPORT = "ragx.export.v1"
+IMPORT = "ragx.import.v1"
 
 
 def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:

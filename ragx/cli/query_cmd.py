@@ -26,6 +26,7 @@ def query_command(
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
+    global_: Annotated[bool, typer.Option("--global", help="Rank communities (topics) for a corpus-level question (ragx.global.v1).")] = False,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
     if text == "-":
@@ -33,6 +34,10 @@ def query_command(
     if not text.strip():
         raise UsageError("empty query")
     corpus = Corpus.open(root, need_index=True)
+    if global_:
+        from .global_cmd import run_global
+
+        return run_global(corpus, text.strip(), top, json_out)
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
         graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,

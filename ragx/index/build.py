@@ -19,6 +19,7 @@ from ..config import Settings
 from ..errors import CorruptIndexError, ManifestMismatchError
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
 from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
+from . import labels
 from .communities import leiden
 from .diff import CorpusDiff, diff_corpus
 from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
@@ -167,6 +168,9 @@ def _run(
                     "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
                     [(f.size, f.mtime_ns, row.id) for f, row in diff.touched],
                 )
+        if labels.labels_missing(store.db):  # an index built before communities had labels
+            with store.transaction() as db:
+                labels.write_labels(db, None)
         _fill_counts(store, report)
         return
 
@@ -287,8 +291,10 @@ def _run(
             "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
         )
+        previous = labels.previous_state(db)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
+        labels.write_labels(db, previous)
         Store.write_manifest(
             db,
             identity

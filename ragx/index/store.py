@@ -59,6 +59,14 @@ CREATE TABLE IF NOT EXISTS communities(
     chunk_id INTEGER PRIMARY KEY,
     community INTEGER NOT NULL
 );
+-- A label and keywords per community (ragx/index/labels.py), rewritten with the communities.
+CREATE TABLE IF NOT EXISTS community_labels(
+    community INTEGER PRIMARY KEY,
+    label TEXT NOT NULL,
+    keywords TEXT NOT NULL,          -- JSON list, best first
+    weights TEXT NOT NULL,           -- JSON list of their class-based TF-IDF weights
+    size INTEGER NOT NULL            -- chunks in the community
+);
 CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL

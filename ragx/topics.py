@@ -1,0 +1,101 @@
+"""`ragx query --global`: corpus-level questions answered by ranking communities (topics), not chunks.
+
+Each Leiden community is scored against the query by three signals, all in numpy over the index's
+own vectors (nothing is re-embedded but the query):
+
+- `centroid`: cosine of the query to the community's mean member vector (what the topic is about),
+- `best`: cosine of the query to the community's closest member chunk (the topic holds a direct hit),
+- `keywords`: the share of the community's keyword weight (class-based TF-IDF, ragx/index/labels.py)
+  carried by keywords that share a word with the query.
+
+score = (centroid + best) / 2 + KEYWORD_WEIGHT * keywords. These weights are reasoned defaults, not
+tuned on any labelled set. Each returned community lists its best chunks (closest to the query).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .index.labels import query_terms, read_labels
+from .index.snapshot import Snapshot
+from .index.store import Store, chunk_location
+
+KEYWORD_WEIGHT = 0.1
+TOP_FILES = 3
+TEXT_CHARS = 600
+
+
+def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str, top: int, chunks_per: int) -> dict[str, Any]:
+    """The payload of a ragx.global.v1 document (without `schema`)."""
+    with store.snapshot() as db:
+        rows = db.execute("SELECT chunk_id, community FROM communities WHERE community >= 0 ORDER BY chunk_id").fetchall()
+        labels = read_labels(db)
+    doc: dict[str, Any] = {"query": query, "weights": {"centroid": 0.5, "best": 0.5, "keywords": KEYWORD_WEIGHT}, "communities": []}
+    if not rows:
+        return doc
+    arr = np.array(rows, dtype=np.int64)
+    ids, comm = arr[:, 0], arr[:, 1]
+    pos = snap.positions(ids)
+    vecs = np.asarray(snap.vectors[pos], dtype=np.float32)
+    sims = vecs @ np.asarray(qvec, dtype=np.float32)
+    order = np.argsort(comm, kind="stable")
+    numbers, starts = np.unique(comm[order], return_index=True)
+    sums = np.add.reduceat(vecs[order], starts, axis=0)
+    centroid = (sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)) @ qvec
+    best = np.maximum.reduceat(sims[order], starts)
+    keyword = _keyword_share(numbers, labels, query_terms(query))
+    score = 0.5 * centroid + 0.5 * best + KEYWORD_WEIGHT * keyword
+    picked = np.lexsort((numbers, -score))[:top]
+    for rank, i in enumerate(picked.tolist(), 1):
+        number = int(numbers[i])
+        members = order[starts[i]: starts[i + 1] if i + 1 < len(starts) else len(order)]
+        label = labels.get(number)
+        doc["communities"].append({
+            "rank": rank,
+            "community": number,
+            "label": label.label if label else None,
+            "keywords": label.keywords if label else [],
+            "size": int(len(members)),
+            **_files_of(store, snap.file_ids[pos[members]]),
+            "score": float(score[i]),
+            "breakdown": {"centroid": float(centroid[i]), "best": float(best[i]), "keywords": float(keyword[i])},
+            "chunks": _best_chunks(store, ids[members], sims[members], chunks_per),
+        })
+    return doc
+
+
+def _keyword_share(numbers: np.ndarray, labels: dict, terms: set[str]) -> np.ndarray:
+    """Per community: the share of its keyword weight on keywords that share a word with the query."""
+    words = {w for t in terms for w in t.split()}
+    share = np.zeros(len(numbers))
+    if not words:
+        return share
+    for i, number in enumerate(numbers.tolist()):  # one pass per community (hundreds), ten keywords each
+        label = labels.get(number)
+        if label is None or not label.weights:
+            continue
+        w = np.asarray(label.weights)
+        hit = np.fromiter((bool(words & set(k.split())) for k in label.keywords), dtype=bool, count=len(w))
+        share[i] = w[hit].sum() / w.sum()
+    return share
+
+
+def _files_of(store: Store, file_ids: np.ndarray) -> dict[str, Any]:
+    """How many files the community spans and the ones holding most of its chunks."""
+    uniq, counts = np.unique(file_ids, return_counts=True)
+    top = uniq[np.lexsort((uniq, -counts))[:TOP_FILES]].tolist()
+    marks = ",".join("?" * len(top))
+    paths = dict(store.db.execute(f"SELECT id, path FROM files WHERE id IN ({marks})", top).fetchall())
+    return {"files": int(len(uniq)), "top_files": [paths[f] for f in top if f in paths]}
+
+
+def _best_chunks(store: Store, ids: np.ndarray, sims: np.ndarray, n: int) -> list[dict[str, Any]]:
+    picked = np.lexsort((ids, -sims))[:n]
+    rows = store.chunks(ids[picked])
+    out = []
+    for row, sim in zip(rows, sims[picked].tolist()):
+        text = row["text"]
+        out.append({**chunk_location(row), "score": float(sim), "text": text[:TEXT_CHARS], "truncated": len(text) > TEXT_CHARS})
+    return out
