@@ -22,6 +22,7 @@ ERROR = "ragx.error.v1"
 GLOBAL = "ragx.global.v1"
 EXPORT = "ragx.export.v1"
 IMPORT = "ragx.import.v1"
+MODELS = "ragx.models.v1"
 
 
 def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:

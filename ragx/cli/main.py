@@ -8,7 +8,7 @@ import typer
 
 from ..errors import EXIT_ERROR, RagxError
 from .app import app, invocation
-from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, export_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
+from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, export_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, models_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
 
 
 def run(argv: list[str] | None = None) -> None:
