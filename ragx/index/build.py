@@ -17,6 +17,7 @@ import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError, ManifestMismatchError
+from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
 from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
 from . import labels
@@ -60,6 +61,7 @@ class IndexReport:
     embedded_chunks: int = 0
     reused_chunks: int = 0      # new chunks whose exact text already had a vector (indexed, or earlier in this run)
     problems: list[dict[str, str]] = field(default_factory=list)
+    textless_pages: dict[str, list[int]] = field(default_factory=dict)  # PDFs read in this run: pages without text
     skipped: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
@@ -96,11 +98,15 @@ def check_identity(stored: dict, wanted: dict) -> None:
 class _Prepared:
     files: list[tuple[FoundFile, str]]            # (file, content hash) to store
     chunks: list[tuple[int, Chunk]]               # (index into files, chunk)
+    textless: dict[str, list[int]] = field(default_factory=dict)  # PDF path -> pages without text
 
 
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter) -> _Prepared:
     prepared = _Prepared([], [])
     for f in files:
+        if pdf.is_pdf(f.path):
+            _chunk_pdf_file(f, counter, chunk_settings, prepared, report, reporter)
+            continue
         try:
             data, text = read_text(f.abspath)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -113,6 +119,24 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         prepared.files.append((f, hash_bytes(data)))
         prepared.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
     return prepared
+
+
+def _chunk_pdf_file(f: FoundFile, counter, chunk_settings: ChunkSettings, prepared: _Prepared, report: IndexReport, reporter) -> None:
+    try:
+        with open(f.abspath, "rb") as fh:
+            data = fh.read()
+        text = pdf.extract(data)
+    except (OSError, ValueError, pdf.PdfUnavailable) as exc:
+        reason = str(getattr(exc, "strerror", None) or exc)
+        report.problems.append({"path": f.path, "reason": reason})
+        reporter.warn(f"{f.path}: {reason}; not indexed")
+        return
+    if text.textless:
+        prepared.textless[f.path] = report.textless_pages[f.path] = text.textless
+        reporter.warn(f"{f.path}: no text on page(s) {', '.join(map(str, text.textless))} (scanned?); recorded, not indexed")
+    fi = len(prepared.files)
+    prepared.files.append((f, hash_bytes(data)))
+    prepared.chunks.extend((fi, c) for c in pdf.chunk_pdf(f.path, text, counter, chunk_settings))
 
 
 def run_index(
@@ -291,6 +315,7 @@ def _run(
             "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
         )
+        pdf_record_textless(db, [f.path for f, _ in prepared.files if pdf.is_pdf(f.path)], prepared.textless)
         previous = labels.previous_state(db)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
@@ -307,6 +332,15 @@ def _run(
         )
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
+
+
+def pdf_record_textless(db, read: list[str], textless: dict[str, list[int]]) -> None:
+    """Keep the text-less pages of the PDFs read in this run; forget those of files no longer indexed."""
+    import json
+
+    db.executemany("DELETE FROM pdf_textless WHERE path = ?", [(p,) for p in read])
+    db.executemany("INSERT OR REPLACE INTO pdf_textless(path, pages) VALUES (?, ?)", [(p, json.dumps(n)) for p, n in textless.items()])
+    db.execute("DELETE FROM pdf_textless WHERE path NOT IN (SELECT path FROM files)")
 
 
 def _version() -> str:

@@ -67,6 +67,11 @@ CREATE TABLE IF NOT EXISTS community_labels(
     weights TEXT NOT NULL,           -- JSON list of their class-based TF-IDF weights
     size INTEGER NOT NULL            -- chunks in the community
 );
+-- PDF pages without a text layer (ragx/ingest/pdf.py), by file; rewritten when the file is read again.
+CREATE TABLE IF NOT EXISTS pdf_textless(
+    path TEXT PRIMARY KEY,
+    pages TEXT NOT NULL              -- JSON list of 1-based page numbers
+);
 CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -78,7 +83,7 @@ CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_sta
 
 def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
     """Where a stored chunk is: the fields every result and inspect document carries."""
-    return {
+    loc = {
         "chunk_id": row["id"],
         "file": row["path"],
         "line_start": row["line_start"],
@@ -86,6 +91,9 @@ def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
         "byte_start": row["byte_start"],
         "byte_end": row["byte_end"],
     }
+    if str(row.get("kind", "")).startswith("pdf:"):  # a PDF chunk: lines and offsets are within this page's text
+        loc["page"] = int(row["kind"][4:])
+    return loc
 
 
 @dataclass(frozen=True)
