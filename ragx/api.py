@@ -94,8 +94,13 @@ class Corpus:
         rerank: bool = True,
         expand: bool = True,
         params: Params | None = None,
+        time: Any = None,
     ) -> dict[str, Any]:
-        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document."""
+        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
+
+        `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every
+        result also gets its file's `date`, `date_source` and `stale`."""
+        from .file_context import WIDE_TOP, annotate
         from .search.pipeline import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
@@ -103,7 +108,11 @@ class Corpus:
             if top < 1:
                 raise UsageError("--top must be at least 1")
             p = p.replace(top=top)
-        return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        wanted = p.top
+        if time is not None and time.active:  # filters and boosts see every candidate, then cut to top
+            p = p.replace(top=WIDE_TOP)
+        doc = self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        return annotate(doc, self.searcher.store.db, self.root, time, wanted)
 
     def global_query(self, text: str, *, top: int = 5, chunks: int = 3) -> dict[str, Any]:
         """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1."""
@@ -229,7 +238,9 @@ class Corpus:
                 out["graph"] = manifest.get("graph")
                 out["chunking"] = manifest.get("chunking")
                 if drift:
-                    out["drift"] = _drift(diff_corpus(self.root, self.settings, store.files()))
+                    diff = diff_corpus(self.root, self.settings, store.files())
+                    out["drift"] = _drift(diff)
+                    out["drifted"] = _drifted(diff)
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
@@ -249,6 +260,15 @@ def _normalise(p: Path) -> Path:
 def _drift(diff) -> dict[str, int]:
     counts = diff.counts()
     return {"new": counts["new"], "changed": counts["changed"], "deleted": counts["deleted"], "unreadable": len(diff.problems)}
+
+
+def _drifted(diff) -> dict[str, list[str]]:
+    """The paths behind the drift counts: files new, changed or deleted since the last index run."""
+    return {
+        "new": sorted(f.path for f in diff.new),
+        "changed": sorted(f.path for f in diff.changed),
+        "deleted": sorted(r.path for r in diff.deleted),
+    }
 
 
 def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:

@@ -20,7 +20,7 @@ from ..errors import CorruptIndexError, ManifestMismatchError
 from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
 from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
-from . import labels
+from . import dates, labels
 from .communities import leiden
 from .diff import CorpusDiff, diff_corpus
 from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
@@ -195,6 +195,9 @@ def _run(
         if labels.labels_missing(store.db):  # an index built before communities had labels
             with store.transaction() as db:
                 labels.write_labels(db, None)
+        if dates.missing(store.db):  # an index built before files had dates
+            with store.transaction() as db:
+                dates.refresh(db, layout.root)
         _fill_counts(store, report)
         return
 
@@ -320,6 +323,7 @@ def _run(
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
         labels.write_labels(db, previous)
+        dates.refresh(db, layout.root)
         Store.write_manifest(
             db,
             identity

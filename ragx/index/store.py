@@ -72,6 +72,12 @@ CREATE TABLE IF NOT EXISTS pdf_textless(
     path TEXT PRIMARY KEY,
     pages TEXT NOT NULL              -- JSON list of 1-based page numbers
 );
+-- Each file's date for --since/--until/--recent (ragx/index/dates.py): frontmatter, git or mtime.
+CREATE TABLE IF NOT EXISTS file_dates(
+    path TEXT PRIMARY KEY,
+    date REAL NOT NULL,              -- seconds since the epoch, UTC
+    source TEXT NOT NULL             -- "frontmatter", "git" or "mtime"
+);
 CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
