@@ -20,7 +20,7 @@ from ragx.models import registry
 
 # The fields SKILL.md tells an agent to read, per schema.
 FIELDS = {
-    "ragx.status.v1": {"indexed", "consistent", "files", "chunks", "drift"},
+    "ragx.status.v1": {"indexed", "consistent", "files", "chunks", "drift", "drifted"},
     "ragx.index.v1": {"files", "chunks"},
     "ragx.query.v1": {"results"},
     "ragx.files.v1": {"results"},
@@ -28,8 +28,8 @@ FIELDS = {
     "ragx.inspect.v1": set(),
 }
 RESULT_FIELDS = {
-    "ragx.query.v1": {"file", "line_start", "line_end", "text", "truncated", "score", "chunk_id"},
-    "ragx.files.v1": {"file", "score", "chunk_ids", "best_chunk"},
+    "ragx.query.v1": {"file", "line_start", "line_end", "text", "truncated", "score", "chunk_id", "date", "date_source", "stale"},
+    "ragx.files.v1": {"file", "score", "chunk_ids", "best_chunk", "date", "stale"},
     "ragx.global.v1": {"label", "keywords", "size", "top_files", "chunks"},
 }
 
@@ -129,7 +129,9 @@ def test_the_skills_drift_and_error_advice_holds(corpus, capsys):
     assert call(capsys, "index", "--json")[0] == 0
     (corpus / "cooking-0.md").write_text("# cooking\n\nA new recipe for rye bread.\n", encoding="utf-8")
     code, out, _ = call(capsys, "status", "--json")
-    assert json.loads(out)["drift"]["changed"] == 1
+    assert json.loads(out)["drift"]["changed"] == 1 and json.loads(out)["drifted"]["changed"] == ["cooking-0.md"]
+    _, out, _ = call(capsys, "query", "rye bread recipe", "--json")
+    assert any(r["stale"] for r in json.loads(out)["results"] if r["file"] == "cooking-0.md")
     call(capsys, "index", "--json")
     _, out, _ = call(capsys, "status", "--json")
     assert json.loads(out)["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
