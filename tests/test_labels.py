@@ -10,7 +10,7 @@ import pytest
 from cli_runner import call
 from fakes import TOPICS, HashEmbedder, make_corpus
 
-from ragx.index.labels import KEEP_JACCARD, CommunityLabel, Membership, carry_over, label_communities
+from ragx.index.labels import KEEP_JACCARD, CommunityLabel, Membership, carry_over, label_communities, reuse
 from ragx.models import registry
 
 STARS = "stars galaxies telescope orbit planet comet nebula".split()
@@ -42,7 +42,7 @@ def test_chunks_without_community_are_ignored_and_word_pairs_do_not_repeat_words
     assert list(labels) == [0] and labels[0].size == 3
     # As frequent as their words, the pairs come first, and the label does not repeat their words alone.
     assert labels[0].keywords[:2] == ["giant star", "red giant"]
-    assert labels[0].label == "giant star, red giant"
+    assert labels[0].label == "giant star, red"
     assert "white" not in labels[0].keywords  # in one chunk only
 
 
@@ -71,6 +71,26 @@ def test_a_barely_changed_community_keeps_its_label_and_a_new_one_does_not():
     community2 = np.array([1] * 5 + [0] * 15)
     assert carry_over(new, ids, community2, old)[1].label == "planet, orbit, stars"
     assert 9 / 11 >= KEEP_JACCARD > 5 / 10
+
+
+def test_labels_are_reused_without_reading_text_only_while_every_community_stays_close_to_its_basis():
+    basis = Membership(np.arange(1, 21), np.array([0] * 10 + [1] * 10),
+                       {0: _label(0, "orbit, comet", ["orbit", "comet"], 10), 1: _label(1, "bread, oven", ["bread", "oven"], 10)})
+    ids = np.arange(1, 22)
+    kept = reuse(ids, np.array([1] * 10 + [0] * 11), basis)  # renumbered, one chunk more: J = 10/11
+    assert {n: (b, lab.label, lab.size) for n, (b, lab) in kept.items()} == {1: (0, "orbit, comet", 10), 0: (1, "bread, oven", 11)}
+    # One community drifted too far from its basis: everything is computed anew.
+    assert reuse(ids, np.array([1] * 7 + [0] * 14), basis) is None
+    # A community split in two: two new communities cannot share one basis label.
+    assert reuse(np.arange(1, 21), np.array([0] * 10 + [1] * 9 + [2]), basis) is None
+
+
+def test_a_word_pair_wins_the_label_when_it_carries_half_its_words_weight():
+    from ragx.index.labels import _label_from
+
+    assert _label_from(["boundary", "layer", "boundary layer", "shock"], [1.0, 0.9, 0.6, 0.5]) == "boundary layer, shock"
+    assert _label_from(["boundary", "layer", "boundary layer", "shock"], [1.0, 0.9, 0.4, 0.5]) == "boundary, layer, shock"
+    assert _label_from(["wings", "wing", "lift", "flutter"], [1.0, 0.9, 0.8, 0.7]) == "wings, lift, flutter"
 
 
 # ---- through the CLI --------------------------------------------------------------------------------

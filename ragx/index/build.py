@@ -194,7 +194,7 @@ def _run(
                 )
         if labels.labels_missing(store.db):  # an index built before communities had labels
             with store.transaction() as db:
-                labels.write_labels(db, None)
+                labels.write_labels(db)
         if dates.missing(store.db):  # an index built before files had dates
             with store.transaction() as db:
                 dates.refresh(db, layout.root)
@@ -319,10 +319,9 @@ def _run(
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
         )
         pdf_record_textless(db, [f.path for f, _ in prepared.files if pdf.is_pdf(f.path)], prepared.textless)
-        previous = labels.previous_state(db)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
-        labels.write_labels(db, previous)
+        labels.write_labels(db)
         dates.refresh(db, layout.root)
         Store.write_manifest(
             db,

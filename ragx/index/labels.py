@@ -100,16 +100,19 @@ def _one_label(number: int, size: int, row, terms: np.ndarray) -> CommunityLabel
     n_words = np.char.count(terms[idx].astype(str), " ") + 1
     order = np.lexsort((terms[idx], -n_words, -np.round(val, 12)))[:KEYWORDS]
     keywords = terms[idx[order]].tolist()
-    return CommunityLabel(number, _label_from(keywords), keywords, [round(float(v), 6) for v in val[order]], size)
+    weights = [round(float(v), 6) for v in val[order]]
+    return CommunityLabel(number, _label_from(keywords, weights), keywords, weights, size)
 
 
-def _label_from(keywords: list[str]) -> str:
-    """The first LABEL_TERMS keywords, skipping words already said by a chosen pair (and vice versa)."""
+def _label_from(keywords: list[str], weights: list[float]) -> str:
+    """LABEL_TERMS keywords, a word pair counting for both its words (so "boundary layer" beats
+    "boundary" when it carries at least half its weight), never repeating a word already said."""
+    order = sorted(range(len(keywords)), key=lambda i: (-weights[i] * len(keywords[i].split()), i))
     chosen: list[str] = []
-    for term in keywords:
-        words = set(term.split())
-        said = {w for t in chosen for w in t.split()}
-        if words <= said or any(set(t.split()) <= words for t in chosen):
+    for term in (keywords[i] for i in order):
+        words = {_singular(w) for w in term.split()}
+        said = {_singular(w) for t in chosen for w in t.split()}
+        if words & said:
             continue
         chosen.append(term)
         if len(chosen) == LABEL_TERMS:
@@ -117,21 +120,35 @@ def _label_from(keywords: list[str]) -> str:
     return LABEL_SEPARATOR.join(chosen)
 
 
+def _singular(word: str) -> str:
+    """A crude plural fold, only to keep "wing" and "wings" from both entering one label."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def best_match(chunk_ids: np.ndarray, community: np.ndarray, old: Membership) -> dict[int, tuple[int, float]]:
+    """For each community >= 0: the old community sharing most of its chunks, and their Jaccard overlap."""
+    _, in_new, in_old = np.intersect1d(chunk_ids, old.chunk_ids, assume_unique=True, return_indices=True)
+    a, b = community[in_new], old.community[in_old]
+    both = (a >= 0) & (b >= 0)
+    if not both.any():
+        return {}
+    pairs, inter = np.unique(np.stack([a[both], b[both]], axis=1), axis=0, return_counts=True)
+    new_numbers, new_sizes = np.unique(community[community >= 0], return_counts=True)
+    old_numbers, old_sizes = np.unique(old.community[old.community >= 0], return_counts=True)
+    union = new_sizes[np.searchsorted(new_numbers, pairs[:, 0])] + old_sizes[np.searchsorted(old_numbers, pairs[:, 1])] - inter
+    jaccard = inter / union
+    order = np.lexsort((pairs[:, 1], -jaccard, pairs[:, 0]))  # per new community: best overlap first
+    pairs, jaccard = pairs[order], jaccard[order]
+    first = np.r_[True, pairs[1:, 0] != pairs[:-1, 0]]
+    return {int(n): (int(o), float(j)) for (n, o), j in zip(pairs[first].tolist(), jaccard[first].tolist())}
+
+
 def carry_over(new: dict[int, CommunityLabel], chunk_ids: np.ndarray, community: np.ndarray, old: Membership | None) -> dict[int, CommunityLabel]:
     """Keep a previous label for each new community that is nearly the same set of chunks."""
     if old is None or not old.labels or not new:
         return new
-    common, in_new, in_old = np.intersect1d(chunk_ids, old.chunk_ids, assume_unique=True, return_indices=True)
-    a, b = community[in_new], old.community[in_old]
-    both = (a >= 0) & (b >= 0)
-    if not both.any():
-        return new
-    pairs, inter = np.unique(np.stack([a[both], b[both]], axis=1), axis=0, return_counts=True)
-    new_sizes = dict(zip(*np.unique(community[community >= 0], return_counts=True)))
-    old_sizes = dict(zip(*np.unique(old.community[old.community >= 0], return_counts=True)))
-    jaccard = inter / (np.array([new_sizes[n] + old_sizes[o] for n, o in pairs.tolist()], dtype=np.float64) - inter)
     out = dict(new)
-    for (n, o), j in zip(pairs.tolist(), jaccard.tolist()):
+    for n, (o, j) in best_match(chunk_ids, community, old).items():
         prev, cur = old.labels.get(o), out.get(n)
         if j < KEEP_JACCARD or prev is None or cur is None or not prev.label:
             continue
@@ -140,37 +157,70 @@ def carry_over(new: dict[int, CommunityLabel], chunk_ids: np.ndarray, community:
     return out
 
 
-# ---- storage (the table is declared in store.py's schema) ----------------------------------------
+def reuse(chunk_ids: np.ndarray, community: np.ndarray, old: Membership | None) -> dict[int, tuple[int, CommunityLabel]] | None:
+    """The labels to keep as they are, when EVERY community is nearly (Jaccard >= KEEP_JACCARD) one of
+    those the stored labels were computed from, one to one; else None (compute them anew). Comparing
+    with that basis, not with the previous run, keeps slow drift from going unnoticed."""
+    if old is None or not old.labels:
+        return None
+    numbers = np.unique(community[community >= 0]).tolist()
+    match = best_match(chunk_ids, community, old)
+    picked = [match.get(n) for n in numbers]
+    if any(m is None or m[1] < KEEP_JACCARD or m[0] not in old.labels for m in picked):
+        return None
+    if len({m[0] for m in picked}) != len(picked):
+        return None
+    sizes = dict(zip(*np.unique(community[community >= 0], return_counts=True)))
+    out = {}
+    for n, (o, _) in zip(numbers, picked):
+        prev = old.labels[o]
+        out[n] = (o, CommunityLabel(n, prev.label, prev.keywords, prev.weights, int(sizes[n])))
+    return out
+
+
+# ---- storage (the tables are declared in store.py's schema) ---------------------------------------
 
 def previous_state(db: sqlite3.Connection) -> Membership | None:
-    """The communities and labels as last committed (read before an index run replaces them)."""
+    """The membership the stored labels were computed from, and those labels (by that numbering)."""
     try:
-        rows = db.execute("SELECT chunk_id, community FROM communities ORDER BY chunk_id").fetchall()
-        stored = read_labels(db)
+        rows = db.execute("SELECT chunk_id, community FROM community_label_basis ORDER BY chunk_id").fetchall()
+        stored = db.execute("SELECT basis, label, keywords, weights, size FROM community_labels").fetchall()
     except sqlite3.OperationalError:
         return None
+    if not rows:
+        return None
     arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
-    return Membership(arr[:, 0], arr[:, 1], stored)
+    labels = {r[0]: CommunityLabel(r[0], r[1], json.loads(r[2]), json.loads(r[3]), r[4]) for r in stored}
+    return Membership(arr[:, 0], arr[:, 1], labels)
 
 
-def write_labels(db: sqlite3.Connection, previous: Membership | None) -> int:
-    """Label the communities now in `db` (inside the caller's transaction); returns how many."""
-    rows = db.execute(
-        "SELECT c.id, m.community, c.text FROM chunks c JOIN communities m ON m.chunk_id = c.id ORDER BY c.id"
-    ).fetchall()
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    community = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    labels = carry_over(label_communities([r[2] for r in rows], community), ids, community, previous)
+def write_labels(db: sqlite3.Connection) -> int:
+    """Label the communities now in `db` (inside the caller's transaction); returns how many.
+
+    When every community is nearly one the stored labels were computed from, those labels and
+    keywords are kept (no text is read); otherwise all are computed anew from the chunks' text."""
+    members = np.array(db.execute("SELECT chunk_id, community FROM communities ORDER BY chunk_id").fetchall(), dtype=np.int64).reshape(-1, 2)
+    ids, community = members[:, 0], members[:, 1]
+    previous = previous_state(db)
+    kept = reuse(ids, community, previous)
+    if kept is not None:
+        rows = [(n, basis, lab) for n, (basis, lab) in kept.items()]
+    else:
+        texts = [r[0] for r in db.execute("SELECT c.text FROM communities m JOIN chunks c ON c.id = m.chunk_id ORDER BY m.chunk_id")]
+        labels = carry_over(label_communities(texts, community), ids, community, previous)
+        rows = [(n, n, lab) for n, lab in labels.items()]
+        db.execute("DELETE FROM community_label_basis")
+        db.execute("INSERT INTO community_label_basis(chunk_id, community) SELECT chunk_id, community FROM communities")
     db.execute("DELETE FROM community_labels")
     db.executemany(
-        "INSERT INTO community_labels(community, label, keywords, weights, size) VALUES (?, ?, ?, ?, ?)",
-        [(c.community, c.label, json.dumps(c.keywords), json.dumps(c.weights), c.size) for c in labels.values()],
+        "INSERT INTO community_labels(community, basis, label, keywords, weights, size) VALUES (?, ?, ?, ?, ?, ?)",
+        [(n, basis, c.label, json.dumps(c.keywords), json.dumps(c.weights), c.size) for n, basis, c in rows],
     )
-    return len(labels)
+    return len(rows)
 
 
 def read_labels(db: sqlite3.Connection) -> dict[int, CommunityLabel]:
-    """Stored labels by community number ({} for an index built before labels existed)."""
+    """Stored labels by current community number ({} for an index built before labels existed)."""
     try:
         rows = db.execute("SELECT community, label, keywords, weights, size FROM community_labels").fetchall()
     except sqlite3.OperationalError:  # no such table: an older index opened read-only

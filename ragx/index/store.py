@@ -59,13 +59,19 @@ CREATE TABLE IF NOT EXISTS communities(
     chunk_id INTEGER PRIMARY KEY,
     community INTEGER NOT NULL
 );
--- A label and keywords per community (ragx/index/labels.py), rewritten with the communities.
+-- A label and keywords per community (ragx/index/labels.py), rewritten with the communities, and the
+-- membership they were computed from (`basis`: the community's number in community_label_basis).
 CREATE TABLE IF NOT EXISTS community_labels(
     community INTEGER PRIMARY KEY,
+    basis INTEGER NOT NULL,
     label TEXT NOT NULL,
     keywords TEXT NOT NULL,          -- JSON list, best first
     weights TEXT NOT NULL,           -- JSON list of their class-based TF-IDF weights
     size INTEGER NOT NULL            -- chunks in the community
+);
+CREATE TABLE IF NOT EXISTS community_label_basis(
+    chunk_id INTEGER PRIMARY KEY,
+    community INTEGER NOT NULL
 );
 -- PDF pages without a text layer (ragx/ingest/pdf.py), by file; rewritten when the file is read again.
 CREATE TABLE IF NOT EXISTS pdf_textless(
