@@ -9,7 +9,9 @@ own vectors (nothing is re-embedded but the query):
   carried by keywords that share a word with the query.
 
 score = (centroid + best) / 2 + KEYWORD_WEIGHT * keywords. These weights are reasoned defaults, not
-tuned on any labelled set. Each returned community lists its best chunks (closest to the query).
+tuned on any labelled set. Communities of fewer than MIN_TOPIC_CHUNKS chunks are not topics (a pair
+of near-duplicate chunks forms one) and are ranked only when no community is that large. Each
+returned community lists its best chunks (closest to the query).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .index.snapshot import Snapshot
 from .index.store import Store, chunk_location
 
 KEYWORD_WEIGHT = 0.1
+MIN_TOPIC_CHUNKS = 5
 TOP_FILES = 3
 TEXT_CHARS = 600
 
@@ -32,7 +35,12 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
     with store.snapshot() as db:
         rows = db.execute("SELECT chunk_id, community FROM communities WHERE community >= 0 ORDER BY chunk_id").fetchall()
         labels = read_labels(db)
-    doc: dict[str, Any] = {"query": query, "weights": {"centroid": 0.5, "best": 0.5, "keywords": KEYWORD_WEIGHT}, "communities": []}
+    doc: dict[str, Any] = {
+        "query": query,
+        "weights": {"centroid": 0.5, "best": 0.5, "keywords": KEYWORD_WEIGHT},
+        "min_chunks": MIN_TOPIC_CHUNKS,
+        "communities": [],
+    }
     if not rows:
         return doc
     arr = np.array(rows, dtype=np.int64)
@@ -47,7 +55,10 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
     best = np.maximum.reduceat(sims[order], starts)
     keyword = _keyword_share(numbers, labels, query_terms(query))
     score = 0.5 * centroid + 0.5 * best + KEYWORD_WEIGHT * keyword
-    picked = np.lexsort((numbers, -score))[:top]
+    sizes = np.diff(np.r_[starts, len(order)])
+    eligible = sizes >= MIN_TOPIC_CHUNKS if (sizes >= MIN_TOPIC_CHUNKS).any() else np.ones(len(sizes), dtype=bool)
+    picked = np.lexsort((numbers, -score))
+    picked = picked[eligible[picked]][:top]
     for rank, i in enumerate(picked.tolist(), 1):
         number = int(numbers[i])
         members = order[starts[i]: starts[i + 1] if i + 1 < len(starts) else len(order)]

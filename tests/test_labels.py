@@ -93,6 +93,33 @@ def test_a_word_pair_wins_the_label_when_it_carries_half_its_words_weight():
     assert _label_from(["wings", "wing", "lift", "flutter"], [1.0, 0.9, 0.8, 0.7]) == "wings, lift, flutter"
 
 
+def test_term_counts_are_cached_by_chunk_id_and_text(tmp_path, monkeypatch):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    texts = texts_about(STARS, 6, 1) + texts_about(BREAD, 5, 2)
+    community = np.array([0] * 6 + [1] * 5)
+    ids = np.arange(100, 111)
+    cache = tmp_path / "label-terms.npz"
+    fresh = label_communities(texts, community)
+    assert label_communities(texts, community, ids, cache) == fresh and cache.exists()
+
+    # Next run: the last chunk replaced by a new one (new id); the others come from the cache.
+    transformed: list[int] = []
+    original = CountVectorizer.transform
+    monkeypatch.setattr(CountVectorizer, "transform", lambda self, docs: (transformed.append(len(docs)), original(self, docs))[1])
+    texts2, ids2 = texts[:-1] + ["flour butter oven bread dough"], np.r_[ids[:-1], 111]
+    again = label_communities(texts2, community, ids2, cache)
+    assert transformed == [1]  # only the new chunk was counted
+    assert set(again[1].label.split(", ")) <= set(BREAD)
+    # The same id with another text (a rolled-back run handed it out again) is counted anew, too.
+    transformed.clear()
+    label_communities(texts2[:-1] + ["comet orbit telescope"], community, ids2, cache)
+    assert transformed == [1]
+    # A damaged cache only costs a recount.
+    cache.write_bytes(b"not an npz")
+    assert label_communities(texts, community, ids, cache) == fresh
+
+
 # ---- through the CLI --------------------------------------------------------------------------------
 
 @pytest.fixture(autouse=True)

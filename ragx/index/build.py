@@ -194,7 +194,7 @@ def _run(
                 )
         if labels.labels_missing(store.db):  # an index built before communities had labels
             with store.transaction() as db:
-                labels.write_labels(db)
+                labels.write_labels(db, layout.dir / labels.TERMS_CACHE)
         if dates.missing(store.db):  # an index built before files had dates
             with store.transaction() as db:
                 dates.refresh(db, layout.root)
@@ -321,7 +321,7 @@ def _run(
         pdf_record_textless(db, [f.path for f, _ in prepared.files if pdf.is_pdf(f.path)], prepared.textless)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
-        labels.write_labels(db)
+        labels.write_labels(db, layout.dir / labels.TERMS_CACHE)
         dates.refresh(db, layout.root)
         Store.write_manifest(
             db,

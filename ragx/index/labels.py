@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+TERMS_CACHE = "label-terms.npz"  # in .ragx/: the chunk x term counts, kept across runs (label_terms.py)
 KEYWORDS = 10            # keywords kept per community, best first
 LABEL_TERMS = 3          # terms joined into the label
 KEEP_JACCARD = 0.8       # membership overlap above which a previous label is kept
@@ -50,40 +52,44 @@ class Membership:
     labels: dict[int, CommunityLabel]
 
 
-def label_communities(texts: list[str], community: np.ndarray) -> dict[int, CommunityLabel]:
-    """Label and keywords of every community >= 0, from the texts of its chunks (`community[i]` is text i's)."""
+def label_communities(texts: list[str], community: np.ndarray, ids: np.ndarray | None = None, cache: Path | None = None) -> dict[int, CommunityLabel]:
+    """Label and keywords of every community >= 0, from the texts of its chunks (`community[i]` is text i's).
+
+    With `ids` (the chunks' ids) and `cache` (a file), the term counts are kept across runs (label_terms.py)."""
     community = np.asarray(community, dtype=np.int64)
     member = community >= 0
     if not member.any():
         return {}
     from scipy import sparse
 
+    from .label_terms import term_counts
+
     numbers, row_of = np.unique(community[member], return_inverse=True)
     sizes = np.bincount(row_of, minlength=len(numbers))
-    docs = [t for t, m in zip(texts, member.tolist()) if m]
-    vectorizer = _vectorizer(min_df=min(MIN_CHUNKS_PER_TERM, len(docs)))
-    try:
-        counts = vectorizer.fit_transform(docs)  # chunks x terms
-    except ValueError:  # no term survives (stop words only, or tiny corpora): labels stay empty
+    keyed = ids is not None  # the cache is keyed by chunk id: without ids, count afresh
+    ids = np.asarray(ids, dtype=np.int64) if keyed else np.arange(len(texts), dtype=np.int64)
+    counted = term_counts(list(texts), ids, cache if keyed else None, _vectorizer, MIN_CHUNKS_PER_TERM)
+    if counted is None:  # no term survives (stop words only, or tiny corpora): labels stay empty
         return {int(c): CommunityLabel(int(c), "", [], [], int(s)) for c, s in zip(numbers, sizes)}
-    terms = vectorizer.get_feature_names_out()
-    indicator = sparse.csr_matrix((np.ones(len(docs)), (row_of, np.arange(len(docs)))), shape=(len(numbers), len(docs)))
+    counts, terms = counted
+    counts = counts[np.flatnonzero(member)]
+    indicator = sparse.csr_matrix((np.ones(counts.shape[0]), (row_of, np.arange(counts.shape[0]))), shape=(len(numbers), counts.shape[0]))
     per_class = (indicator @ counts).tocsr()  # communities x terms
     totals = np.asarray(per_class.sum(axis=1)).ravel()
     overall = np.asarray(per_class.sum(axis=0)).ravel()
     idf = np.log1p(totals.mean() / np.maximum(overall, 1e-12))
-    weights = sparse.diags(1.0 / np.maximum(totals, 1e-12)) @ per_class @ sparse.diags(idf)
+    weights = (sparse.diags(1.0 / np.maximum(totals, 1e-12)) @ per_class @ sparse.diags(idf)).tocsr()
     return {
         int(c): _one_label(int(c), int(s), weights.getrow(r), terms)
         for r, (c, s) in enumerate(zip(numbers.tolist(), sizes.tolist()))
     }
 
 
-def _vectorizer(min_df: int = 1):
+def _vectorizer(min_df: int = 1, vocabulary=None):
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
     return CountVectorizer(
-        lowercase=True, token_pattern=TOKEN_PATTERN, ngram_range=(1, 2),
+        lowercase=True, token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), vocabulary=vocabulary,
         stop_words=sorted(ENGLISH_STOP_WORDS | EXTRA_STOP_WORDS), min_df=min_df, dtype=np.float64,
     )
 
@@ -194,7 +200,7 @@ def previous_state(db: sqlite3.Connection) -> Membership | None:
     return Membership(arr[:, 0], arr[:, 1], labels)
 
 
-def write_labels(db: sqlite3.Connection) -> int:
+def write_labels(db: sqlite3.Connection, cache: Path | None = None) -> int:
     """Label the communities now in `db` (inside the caller's transaction); returns how many.
 
     When every community is nearly one the stored labels were computed from, those labels and
@@ -207,7 +213,7 @@ def write_labels(db: sqlite3.Connection) -> int:
         rows = [(n, basis, lab) for n, (basis, lab) in kept.items()]
     else:
         texts = [r[0] for r in db.execute("SELECT c.text FROM communities m JOIN chunks c ON c.id = m.chunk_id ORDER BY m.chunk_id")]
-        labels = carry_over(label_communities(texts, community), ids, community, previous)
+        labels = carry_over(label_communities(texts, community, ids, cache), ids, community, previous)
         rows = [(n, n, lab) for n, lab in labels.items()]
         db.execute("DELETE FROM community_label_basis")
         db.execute("INSERT INTO community_label_basis(chunk_id, community) SELECT chunk_id, community FROM communities")
