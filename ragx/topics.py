@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .index.labels import query_terms, read_labels
+from .index.labels import query_words, read_labels
 from .index.snapshot import Snapshot
 from .index.store import Store, chunk_location
 
@@ -53,7 +53,7 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
     sums = np.add.reduceat(vecs[order], starts, axis=0)
     centroid = (sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)) @ qvec
     best = np.maximum.reduceat(sims[order], starts)
-    keyword = _keyword_share(numbers, labels, query_terms(query))
+    keyword = _keyword_share(numbers, labels, query_words(query))
     score = 0.5 * centroid + 0.5 * best + KEYWORD_WEIGHT * keyword
     sizes = np.diff(np.r_[starts, len(order)])
     eligible = sizes >= MIN_TOPIC_CHUNKS if (sizes >= MIN_TOPIC_CHUNKS).any() else np.ones(len(sizes), dtype=bool)
@@ -77,9 +77,8 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
     return doc
 
 
-def _keyword_share(numbers: np.ndarray, labels: dict, terms: set[str]) -> np.ndarray:
+def _keyword_share(numbers: np.ndarray, labels: dict, words: set[str]) -> np.ndarray:
     """Per community: the share of its keyword weight on keywords that share a word with the query."""
-    words = {w for t in terms for w in t.split()}
     share = np.zeros(len(numbers))
     if not words:
         return share

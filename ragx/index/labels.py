@@ -94,9 +94,12 @@ def _vectorizer(min_df: int = 1, vocabulary=None):
     )
 
 
-def query_terms(text: str) -> set[str]:
-    """The words and word pairs of a query, cut the same way as community keywords."""
-    return set(_vectorizer().build_analyzer()(text))
+def query_words(text: str) -> set[str]:
+    """The words of a query, cut as keywords are (stop words need no removal: no keyword holds one).
+    A plain regex, so a query never imports scikit-learn."""
+    import re
+
+    return set(re.findall(TOKEN_PATTERN, text.lower()))
 
 
 def _one_label(number: int, size: int, row, terms: np.ndarray) -> CommunityLabel:
