@@ -104,8 +104,18 @@ class _Prepared:
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter) -> _Prepared:
     prepared = _Prepared([], [])
     for f in files:
-        if pdf.is_pdf(f.path):
-            _chunk_pdf_file(f, counter, chunk_settings, prepared, report, reporter)
+        if pdf.is_pdf(f.path):  # page by page through pypdf (ragx/ingest/pdf.py)
+            try:
+                digest, chunks, textless = pdf.read_pdf(f.abspath, f.path, counter, chunk_settings)
+            except pdf.READ_ERRORS as exc:
+                report.problems.append({"path": f.path, "reason": str(getattr(exc, "strerror", None) or exc)})
+                reporter.warn(f"{f.path}: {report.problems[-1]['reason']}; not indexed")
+                continue
+            if textless:
+                prepared.textless[f.path] = report.textless_pages[f.path] = textless
+                reporter.warn(f"{f.path}: no text on page(s) {', '.join(map(str, textless))} (scanned?); recorded, not indexed")
+            prepared.files.append((f, digest))
+            prepared.chunks.extend((len(prepared.files) - 1, c) for c in chunks)
             continue
         try:
             data, text = read_text(f.abspath)
@@ -119,24 +129,6 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         prepared.files.append((f, hash_bytes(data)))
         prepared.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
     return prepared
-
-
-def _chunk_pdf_file(f: FoundFile, counter, chunk_settings: ChunkSettings, prepared: _Prepared, report: IndexReport, reporter) -> None:
-    try:
-        with open(f.abspath, "rb") as fh:
-            data = fh.read()
-        text = pdf.extract(data)
-    except (OSError, ValueError, pdf.PdfUnavailable) as exc:
-        reason = str(getattr(exc, "strerror", None) or exc)
-        report.problems.append({"path": f.path, "reason": reason})
-        reporter.warn(f"{f.path}: {reason}; not indexed")
-        return
-    if text.textless:
-        prepared.textless[f.path] = report.textless_pages[f.path] = text.textless
-        reporter.warn(f"{f.path}: no text on page(s) {', '.join(map(str, text.textless))} (scanned?); recorded, not indexed")
-    fi = len(prepared.files)
-    prepared.files.append((f, hash_bytes(data)))
-    prepared.chunks.extend((fi, c) for c in pdf.chunk_pdf(f.path, text, counter, chunk_settings))
 
 
 def run_index(
@@ -318,7 +310,7 @@ def _run(
             "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
         )
-        pdf_record_textless(db, [f.path for f, _ in prepared.files if pdf.is_pdf(f.path)], prepared.textless)
+        pdf.record_textless(db, [f.path for f, _ in prepared.files if pdf.is_pdf(f.path)], prepared.textless)
         db.execute("DELETE FROM communities")
         db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(live.tolist(), community.tolist()))
         labels.write_labels(db, layout.dir / labels.TERMS_CACHE)
@@ -335,15 +327,6 @@ def _run(
         )
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
-
-
-def pdf_record_textless(db, read: list[str], textless: dict[str, list[int]]) -> None:
-    """Keep the text-less pages of the PDFs read in this run; forget those of files no longer indexed."""
-    import json
-
-    db.executemany("DELETE FROM pdf_textless WHERE path = ?", [(p,) for p in read])
-    db.executemany("INSERT OR REPLACE INTO pdf_textless(path, pages) VALUES (?, ?)", [(p, json.dumps(n)) for p, n in textless.items()])
-    db.execute("DELETE FROM pdf_textless WHERE path NOT IN (SELECT path FROM files)")
 
 
 def _version() -> str:

@@ -11,6 +11,7 @@ is still recorded with its hash, so an unchanged PDF is never read again.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 from .chunk import TEXT, Chunk, ChunkSettings, chunk_text
@@ -20,6 +21,9 @@ KIND_PREFIX = "pdf:"
 
 class PdfUnavailable(RuntimeError):
     """pypdf is not installed."""
+
+
+READ_ERRORS = (OSError, ValueError, PdfUnavailable)  # what reading one PDF can raise: reported, the run goes on
 
 
 @dataclass(frozen=True)
@@ -69,3 +73,21 @@ def chunk_pdf(path: str, pdf: PdfText, counter, settings: ChunkSettings) -> list
                 c, ordinal=len(out), byte_start=start, byte_end=start + len(c.text), kind=f"{KIND_PREFIX}{number}",
             ))
     return out
+
+
+def read_pdf(abspath, path: str, counter, settings: ChunkSettings) -> tuple[str, list[Chunk], list[int]]:
+    """(content hash, chunks, text-less page numbers) of one PDF file; raises one of READ_ERRORS."""
+    from .discover import hash_bytes
+
+    with open(abspath, "rb") as fh:
+        data = fh.read()
+    text = extract(data)
+    return hash_bytes(data), chunk_pdf(path, text, counter, settings), text.textless
+
+
+def record_textless(db, read: list[str], textless: dict[str, list[int]]) -> None:
+    """In the index run's transaction: keep the text-less pages of the PDFs read in this run (table
+    pdf_textless, declared in store.py) and forget those of files no longer indexed."""
+    db.executemany("DELETE FROM pdf_textless WHERE path = ?", [(p,) for p in read])
+    db.executemany("INSERT INTO pdf_textless(path, pages) VALUES (?, ?)", [(p, json.dumps(n)) for p, n in textless.items()])
+    db.execute("DELETE FROM pdf_textless WHERE path NOT IN (SELECT path FROM files)")
