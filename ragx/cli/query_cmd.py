@@ -80,8 +80,10 @@ def _print_chunks(doc: dict, explain: bool) -> None:
         _print_variants(doc)
     for r in doc["results"]:
         b = r["breakdown"]
+        page = f" page {r['page']}" if "page" in r else ""  # a PDF chunk: lines within that page
+        stale = "  [yellow](file changed since indexed)[/]" if r.get("stale") else ""
         out.print(
-            f"[bold]{r['rank']:>3}. {escape(r['file'])}:{r['line_start']}-{r['line_end']}[/]  "
+            f"[bold]{r['rank']:>3}. {escape(r['file'])}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
             f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}, heat {b['heat']:.4f}"
             + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
             + f", hop {r['hop']})[/]"
