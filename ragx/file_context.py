@@ -76,6 +76,8 @@ def annotate(doc: dict[str, Any], db: sqlite3.Connection, root: Path, opts: Time
     if opts is not None and opts.active:
         results = _apply_time(results, opts)
         doc["time"] = opts.describe() | {"candidates": len(doc["results"]), "kept": len(results)}
+        if isinstance(doc.get("params"), dict):
+            doc["params"]["top"] = top  # the search was asked for every candidate; the user asked for `top`
     results = results[:top]
     for rank, r in enumerate(results, 1):
         r["rank"] = rank

@@ -72,7 +72,7 @@ def test_each_result_says_its_date_and_where_it_came_from(repo, capsys):
 def test_since_and_until_filter_by_file_date(repo, capsys):
     _, doc, _ = results(capsys, repo, "--since", "2020-06-01")
     assert {r["file"] for r in doc["results"]} == {"log-2021.md", "log-2024.md", "untracked.md"}
-    assert doc["time"]["since"] == "2020-06-01T00:00:00Z"
+    assert doc["time"]["since"] == "2020-06-01T00:00:00Z" and doc["params"]["top"] == 10
     _, doc, _ = results(capsys, repo, "--since", "2020-01-01", "--until", "2021-06-15")
     assert {r["file"] for r in doc["results"]} == {"front.md", "untracked.md", "log-2021.md"}  # the whole last day counts
     code, doc, _ = results(capsys, repo, "--since", "2030-01-01")
