@@ -8,9 +8,12 @@ CountVectorizer, English stop words removed); the matrices are sparse (one chunk
 community indicator matrix, one product).
 
 Stability: Leiden renumbers communities on every run, and small edits shift c-TF-IDF weights a little.
-A community whose members are nearly those of a previous community (Jaccard >= KEEP_JACCARD) keeps
-that community's label as long as the label's terms are all still among its keywords, so labels do
-not flicker across incremental runs when membership barely changes.
+The index keeps the membership the labels were computed from (community_label_basis). When every
+community is nearly one of those (Jaccard >= KEEP_JACCARD, one to one), the stored labels and keywords
+are kept as they are and no text is read. Otherwise all are computed anew, and a community that is
+nearly a previous one keeps that one's label as long as the label's terms are all still among its
+keywords, so labels do not flicker when membership barely changes. Term counts per chunk are cached
+across runs (label_terms.py), so a run counts only its new chunks.
 """
 
 from __future__ import annotations
