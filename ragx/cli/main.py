@@ -14,7 +14,7 @@ import typer
 
 from ..errors import EXIT_ERROR, RagxError, as_ragx_error
 from .app import app, invocation, visible
-from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
+from . import config_cmd, data_cmd, doctor_cmd, eval_cmd, export_cmd, index_cmd, init_cmd, inspect_cmd, mcp_cmd, models_cmd, query_cmd, status_cmd, version_cmd  # noqa: F401  (registers commands)
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> None:
