@@ -122,8 +122,13 @@ class Corpus:
         rerank: bool = True,
         expand: bool = True,
         params: Params | None = None,
+        time: Any = None,
     ) -> dict[str, Any]:
-        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document."""
+        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
+
+        `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every
+        result also gets its file's `date`, `date_source` and `stale`."""
+        from .file_context import WIDE_TOP, annotate
         from .search.results import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
@@ -131,7 +136,23 @@ class Corpus:
             if top < 1:
                 raise UsageError("--top must be at least 1")
             p = p.replace(top=top)
-        return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        wanted = p.top
+        if time is not None and time.active:  # filters and boosts see every candidate, then cut to top
+            p = p.replace(top=WIDE_TOP)
+        doc = self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        return annotate(doc, self.searcher.store, self.root, time, wanted)
+
+    def global_query(self, text: str, *, top: int = 5, chunks: int = 3) -> dict[str, Any]:
+        """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1."""
+        from .topics import rank_communities
+
+        if top < 1 or chunks < 1:
+            raise UsageError("--top must be at least 1")
+        searcher = self.searcher
+        qvec = searcher.embedder.embed_query(text)
+        with searcher.reading() as snap:  # rows and arrays of one commit
+            searcher.check_model()
+            return rank_communities(searcher.store, snap, qvec, text, top, chunks)
 
     def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
@@ -184,7 +205,9 @@ class Corpus:
         if what in ("neighbors", "neighbours"):
             return inspect.neighbors(store, snap, number("neighbors"))
         if what == "communities":
-            return inspect.communities(store)
+            from .index.labels import attach_labels
+
+            return attach_labels(inspect.communities(store), store.labels())
         if what == "community":
             return inspect.community(store, number("community"))
         raise UsageError(f"unknown inspect target {what!r} (chunk, file, neighbors, communities, community)")
@@ -250,6 +273,7 @@ class Corpus:
                 if drift:
                     diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable())
                     out["drift"] = _drift(diff)
+                    out["drifted"] = _drifted(diff)
                     out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
@@ -270,6 +294,15 @@ def _normalise(p: Path) -> Path:
 def _drift(diff) -> dict[str, int]:
     counts = diff.counts()
     return {"new": counts["new"], "changed": counts["changed"], "deleted": counts["deleted"], "unreadable": len(diff.problems)}
+
+
+def _drifted(diff) -> dict[str, list[str]]:
+    """The paths behind the drift counts: files new, changed or deleted since the last index run."""
+    return {
+        "new": sorted(f.path for f in diff.new),
+        "changed": sorted(f.path for f in diff.changed),
+        "deleted": sorted(r.path for r in diff.deleted),
+    }
 
 
 def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:

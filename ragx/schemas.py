@@ -19,6 +19,10 @@ INSPECT = "ragx.inspect.v1"
 EVAL = "ragx.eval.v2"  # v2: {"datasets": [per-dataset documents], "summary", "reference"}
 DOCTOR = "ragx.doctor.v1"
 ERROR = "ragx.error.v1"
+GLOBAL = "ragx.global.v1"
+EXPORT = "ragx.export.v1"
+IMPORT = "ragx.import.v1"
+MODELS = "ragx.models.v1"
 
 
 def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -64,9 +64,9 @@ def run_with_timeout(fn, seconds=10.0):
 def test_default_types():
     for name in ["a.md", "b.MARKDOWN", "x.mdx", "n.txt", "doc.rst", "a.py", "lib.rs", "s.tsx",
                  "c.yaml", "d.json", "e.csv", "README", "LICENSE", "Makefile", "Dockerfile",
-                 "sub/Dockerfile.dev", "q.sql", "t.tex"]:
+                 "sub/Dockerfile.dev", "q.sql", "t.tex", "b.pdf"]:  # PDFs: text through pypdf
         assert is_default_type(name), name
-    for name in ["a.png", "b.pdf", "c.so", "archive.tar.gz", "noext", "x.pyc", "db.sqlite"]:
+    for name in ["a.png", "c.so", "archive.tar.gz", "noext", "x.pyc", "db.sqlite"]:
         assert not is_default_type(name), name
     assert kind_for_path("a/b.md") == "markdown"
     assert kind_for_path("a/b.go") == "code"

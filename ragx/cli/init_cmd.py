@@ -25,12 +25,18 @@ def init_command(
     root: Annotated[Optional[str], typer.Option("--root", help="Folder to initialise (default: the working directory).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Take every default without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing ragx.toml.")] = False,
+    agent: Annotated[bool, typer.Option("--agent", help="Also install the ragx skill for coding agents (.claude/skills/ragx/SKILL.md, a paragraph in AGENTS.md); an existing ragx.toml is kept.")] = False,
 ) -> None:
     """Write ragx.toml, the corpus's committable config, at the corpus root."""
     folder = Path(root or ".").expanduser().resolve()
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     target = folder / PROJECT_FILE
+    if agent:
+        _install_agent_skill(folder)
+        if target.exists() and not force:
+            err.print(f"kept {target}")
+            return
     if target.exists() and not force:
         raise UsageError(f"{target} already exists (use --force to overwrite)")
     defaults = load_settings(None, warn=False)
@@ -54,3 +60,10 @@ def init_command(
     for key, value in answers.items():
         set_value(target, key, value)
     err.print(f"wrote {target}")
+
+
+def _install_agent_skill(folder: Path) -> None:
+    from ..agent.install import install
+
+    for written in install(folder):
+        err.print(f"{written.action} {written.path}")

@@ -60,7 +60,7 @@ def inspect_command(
             out.print(f"{n['weight']:.4f}  chunk {n['chunk_id']:>7}  {loc(n)}  community {n['community']}")
     elif what == "communities":
         for c in doc["communities"]:
-            out.print(f"community {c['community']:>4}: {c['chunks']} chunks in {c['files']} files  e.g. {escape(', '.join(c['top_files']))}")
+            out.print(f"community {c['community']:>4}: [bold]{escape(c.get('label') or '(no label)')}[/]  {c['chunks']} chunks in {c['files']} files  e.g. {escape(', '.join(c['top_files']))}")
         out.print(f"{doc['isolated_chunks']} chunks have no edges")
     elif what == "community":
         for c in doc["chunks"]:

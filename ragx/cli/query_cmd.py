@@ -26,15 +26,27 @@ def query_command(
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
+    global_: Annotated[bool, typer.Option("--global", help="Rank communities (topics) for a corpus-level question (ragx.global.v1).")] = False,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only files dated on or after DATE (frontmatter, git, else mtime).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Only files dated on or before DATE.")] = None,
+    recent: Annotated[bool, typer.Option("--recent", help="Favour recently dated files.")] = False,
+    oldest: Annotated[bool, typer.Option("--oldest", help="Favour the oldest files.")] = False,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
     text = _read_stdin() if text == "-" else _checked(text, "the query")
     if not text.strip():
         raise UsageError("empty query")
+    from ..file_context import time_options
+
+    when = time_options(since, until, recent, oldest)
     corpus = Corpus.open(root, need_index=True)
+    if global_:
+        from .global_cmd import run_global
+
+        return run_global(corpus, text.strip(), top, json_out)
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
-        graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+        graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand, time=when,
     )
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
@@ -98,8 +110,10 @@ def _print_chunks(doc: dict, explain: bool) -> None:
         _print_variants(doc)
     for r in doc["results"]:
         b = r["breakdown"]
+        page = f" page {r['page']}" if "page" in r else ""  # a PDF chunk: lines within that page
+        stale = "  [yellow](file changed since indexed)[/]" if r.get("stale") else ""
         out.print(
-            f"[bold]{r['rank']:>3}. {escape(r['file'])}:{r['line_start']}-{r['line_end']}[/]  "
+            f"[bold]{r['rank']:>3}. {escape(r['file'])}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
             f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}, heat {b['heat']:.4f}"
             + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
             + f", hop {r['hop']})[/]"

@@ -47,4 +47,17 @@ def status_command(
         if info.get("skipped"):
             line += f"; {info['skipped']} files skipped (binary, too large or not UTF-8)"
         out.print(line)
+        _print_drifted(info.get("drifted") or {})
     raise typer.Exit(code)
+
+
+SHOWN_PATHS = 20  # per kind; --json lists them all
+
+
+def _print_drifted(drifted: dict) -> None:
+    for kind in ("changed", "new", "deleted"):
+        paths = drifted.get(kind, [])
+        for path in paths[:SHOWN_PATHS]:
+            out.print(f"  {kind}: {path}", markup=False, highlight=False)
+        if len(paths) > SHOWN_PATHS:
+            out.print(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")

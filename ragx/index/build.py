@@ -12,11 +12,13 @@ from pathlib import Path
 
 from ..config import Settings
 from .arrays import build_arrays
+from .dates import git_dates
 from .identity import check_identity, index_identity
+from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import IndexReport, Reporter, SilentReporter, plan, scan, undecodable_rows
 from .snapshot import HNSW
-from .store import Store
+from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
 
@@ -52,12 +54,12 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         rows = undecodable_rows(diff.undecodable)
         if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():
             store.record_undecodable(diff.touched, rows)
-        _fill_counts(store, report)
+        _no_new_generation(layout, store, report)
         return
     change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
     if have_arrays and change.only_undecodable:  # nothing indexable changed: no new generation
         store.record_undecodable(change.touched, change.undecodable)
-        _fill_counts(store, report)
+        _no_new_generation(layout, store, report)
         return
     arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim)
     new_gen = generation + 1
@@ -73,8 +75,16 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "ragx_version": _version(),
         },
+        # Labels reuse their cached term counts; git is asked once, before the transaction, not in it.
+        RunExtras(terms_cache=layout.dir / TERMS_CACHE, git_dates=git_dates(layout.root)),
     )
     layout.remove_stale(keep={new_gen, generation})
+    _fill_counts(store, report)
+
+
+def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> None:
+    """An index built before community labels or file dates existed gets them on its next run."""
+    store.backfill(layout.dir / TERMS_CACHE, lambda: git_dates(layout.root))
     _fill_counts(store, report)
 
 

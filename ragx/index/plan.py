@@ -18,6 +18,7 @@ import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError
+from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
 from ..ingest.discover import FoundFile, hash_bytes, read_text
 from .diff import CorpusDiff, diff_corpus
@@ -55,6 +56,7 @@ class IndexReport:
     embedded_chunks: int = 0
     reused_chunks: int = 0      # new chunks whose exact text already had a vector (indexed, or earlier in this run)
     problems: list[dict[str, str]] = field(default_factory=list)
+    textless_pages: dict[str, list[int]] = field(default_factory=dict)  # PDFs read in this run: pages without text
     skipped: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
@@ -80,15 +82,21 @@ class ChangeSet:
     next_file: int                                # id of files[0]
     next_chunk: int                               # the manifest's next_chunk_id after this run
     undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8
-
-    @property
-    def only_undecodable(self) -> bool:
-        """Nothing to index: the only new files turned out not to be UTF-8 (no new generation then)."""
-        return not (self.full or self.files or self.gone_file_ids)
+    textless: dict[str, list[int]] = field(default_factory=dict)  # PDF path -> pages without text (read this run)
 
     @property
     def live(self) -> np.ndarray:
         return np.union1d(self.kept_old, self.new_ids)
+
+    @property
+    def only_undecodable(self) -> bool:
+        """An incremental run whose only new files turned out not to be UTF-8: nothing to index."""
+        return not self.full and not self.files and not self.gone_file_ids
+
+    @property
+    def pdfs_read(self) -> list[str]:
+        """The PDFs read in this run: their text-less page records are rewritten."""
+        return [f.path for f, _ in self.files if pdf.is_pdf(f.path)]
 
 
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
@@ -115,25 +123,49 @@ def undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
     return sorted({(f.path, f.size, f.mtime_ns) for f in files})
 
 
-def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter):
-    out_files: list[tuple[FoundFile, str]] = []
-    out_chunks: list[tuple[int, Chunk]] = []
-    undecodable: list[FoundFile] = []
+@dataclass
+class _Chunked:
+    files: list[tuple[FoundFile, str]] = field(default_factory=list)   # (file, content hash) to store
+    chunks: list[tuple[int, Chunk]] = field(default_factory=list)      # (index into files, chunk)
+    undecodable: list[FoundFile] = field(default_factory=list)         # read, but not UTF-8
+    textless: dict[str, list[int]] = field(default_factory=dict)       # PDF path -> pages without text
+
+
+def _chunk_pdf(f: FoundFile, counter, chunk_settings: ChunkSettings, out: _Chunked, report: IndexReport, reporter: Reporter) -> None:
+    """A PDF, page by page through pypdf (ragx/ingest/pdf.py); pages without text are recorded."""
+    try:
+        digest, chunks, textless = pdf.read_pdf(f.abspath, f.path, counter, chunk_settings)
+    except pdf.READ_ERRORS as exc:
+        report.problems.append({"path": f.path, "reason": str(getattr(exc, "strerror", None) or exc)})
+        reporter.warn(f"{f.path}: {report.problems[-1]['reason']}; not indexed")
+        return
+    if textless:
+        out.textless[f.path] = report.textless_pages[f.path] = textless
+        reporter.warn(f"{f.path}: no text on page(s) {', '.join(map(str, textless))} (scanned?); recorded, not indexed")
+    out.files.append((f, digest))
+    out.chunks.extend((len(out.files) - 1, c) for c in chunks)
+
+
+def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter) -> _Chunked:
+    out = _Chunked()
     for f in files:
+        if pdf.is_pdf(f.path):
+            _chunk_pdf(f, counter, chunk_settings, out, report, reporter)
+            continue
         try:
             data, text = read_text(f.abspath)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, UnicodeDecodeError):  # remembered, so drift and the next run skip it until it changes
-                undecodable.append(f)
+                out.undecodable.append(f)
             report.problems.append({"path": f.path, "reason": reason})
             reporter.warn(f"{f.path}: {reason}; not indexed")
             continue
-        fi = len(out_files)
+        fi = len(out.files)
         # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
-        out_files.append((f, hash_bytes(data)))
-        out_chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
-    return out_files, out_chunks, undecodable
+        out.files.append((f, hash_bytes(data)))
+        out.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
+    return out
 
 
 def plan(
@@ -146,9 +178,10 @@ def plan(
         target_tokens=min(settings.chunking.target_tokens, counter.max_content_tokens),
         min_tokens=settings.chunking.min_tokens,
     )
-    files, chunks, failed = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    chunked = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    files, chunks = chunked.files, chunked.chunks
     texts = [c.text for _, c in chunks]
-    reusable = reusable_vectors(layout, store, manifest, embedder)
+    reusable = reusable_vectors(layout, store, manifest, embedder) if texts else None
     new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
     report.embedded_chunks = int(fresh.sum())
     report.reused_chunks = len(texts) - report.embedded_chunks
@@ -168,7 +201,7 @@ def plan(
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
         next_chunk=int(next_chunk + len(new_ids)),
-        undecodable=undecodable_rows(diff.undecodable + failed),
+        undecodable=undecodable_rows(diff.undecodable + chunked.undecodable), textless=chunked.textless,
     )
 
 

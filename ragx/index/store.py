@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -20,6 +20,7 @@ from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
+    from .labels import CommunityLabel
     from .plan import ChangeSet
 
 SCHEMA_VERSION = 1
@@ -63,6 +64,31 @@ CREATE TABLE IF NOT EXISTS communities(
     chunk_id INTEGER PRIMARY KEY,
     community INTEGER NOT NULL
 );
+-- A label and keywords per community (ragx/index/labels.py), rewritten with the communities, and the
+-- membership they were computed from (`basis`: the community's number in community_label_basis).
+CREATE TABLE IF NOT EXISTS community_labels(
+    community INTEGER PRIMARY KEY,
+    basis INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    keywords TEXT NOT NULL,          -- JSON list, best first
+    weights TEXT NOT NULL,           -- JSON list of their class-based TF-IDF weights
+    size INTEGER NOT NULL            -- chunks in the community
+);
+CREATE TABLE IF NOT EXISTS community_label_basis(
+    chunk_id INTEGER PRIMARY KEY,
+    community INTEGER NOT NULL
+);
+-- PDF pages without a text layer (ragx/ingest/pdf.py), by file; rewritten when the file is read again.
+CREATE TABLE IF NOT EXISTS pdf_textless(
+    path TEXT PRIMARY KEY,
+    pages TEXT NOT NULL              -- JSON list of 1-based page numbers
+);
+-- Each file's date for --since/--until/--recent (ragx/index/dates.py): frontmatter, git or mtime.
+CREATE TABLE IF NOT EXISTS file_dates(
+    path TEXT PRIMARY KEY,
+    date REAL NOT NULL,              -- seconds since the epoch, UTC
+    source TEXT NOT NULL             -- "frontmatter", "git" or "mtime"
+);
 CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -74,7 +100,7 @@ CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_sta
 
 def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
     """Where a stored chunk is: the fields every result and inspect document carries."""
-    return {
+    loc = {
         "chunk_id": row["id"],
         "file": row["path"],
         "line_start": row["line_start"],
@@ -82,6 +108,17 @@ def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
         "byte_start": row["byte_start"],
         "byte_end": row["byte_end"],
     }
+    if str(row.get("kind", "")).startswith("pdf:"):  # a PDF chunk: lines and offsets are within this page's text
+        loc["page"] = int(row["kind"][4:])
+    return loc
+
+
+@dataclass(frozen=True)
+class RunExtras:
+    """Inputs of the tables an index run derives in its transaction besides the ChangeSet's rows."""
+
+    terms_cache: Path | None = None  # .ragx/label-terms.npz: chunk x term counts kept across runs (labels.py)
+    git_dates: dict[str, float] = field(default_factory=dict)  # path -> last commit time, read before the transaction
 
 
 @dataclass(frozen=True)
@@ -270,8 +307,10 @@ class Store:
         return self.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
 
     # ---- writes of an index run -------------------------------------------------------------------
-    def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any]) -> None:
-        """The one transaction of an index run: files, chunks, lexical rows, knn, communities, manifest."""
+    def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any], extras: RunExtras | None = None) -> None:
+        """The one transaction of an index run: files, chunks, lexical rows, knn, text-less PDF pages,
+        communities and their labels, file dates, the undecodable list, manifest."""
+        extras = extras or RunExtras()
         with self.transaction() as db:
             if change.full:
                 db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
@@ -284,8 +323,11 @@ class Store:
                 "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
                 zip(arrays.knn_src.tolist(), arrays.knn_dst.tolist(), arrays.knn_weight.tolist()),
             )
+            self._record_textless(change.pdfs_read, change.textless)
             db.execute("DELETE FROM communities")
             db.executemany("INSERT INTO communities(chunk_id, community) VALUES (?, ?)", zip(arrays.live.tolist(), arrays.community.tolist()))
+            self._write_labels(extras.terms_cache)
+            self._write_dates(extras.git_dates)
             Store.write_undecodable(db, change.undecodable)
             Store.write_manifest(db, manifest)
 
@@ -325,6 +367,155 @@ class Store:
         )
         db.execute("DELETE FROM undecodable")
         db.executemany("INSERT OR REPLACE INTO undecodable(path, size, mtime_ns) VALUES (?, ?, ?)", rows)
+
+    # ---- community labels (ragx/index/labels.py computes them) -------------------------------------
+    def memberships(self, members_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids sorted, community of each); `members_only` leaves out isolated chunks (community < 0)."""
+        where = " WHERE community >= 0" if members_only else ""
+        rows = self.db.execute(f"SELECT chunk_id, community FROM communities{where} ORDER BY chunk_id").fetchall()
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
+        return arr[:, 0], arr[:, 1]
+
+    def labels(self) -> dict[int, "CommunityLabel"]:
+        """Stored labels by current community number ({} for an index built before labels existed)."""
+        from .labels import from_row
+
+        try:
+            rows = self.db.execute("SELECT community, label, keywords, weights, size FROM community_labels").fetchall()
+        except sqlite3.OperationalError:  # no such table: an older index opened read-only
+            return {}
+        return {r[0]: from_row(r) for r in rows}
+
+    def labels_missing(self) -> bool:
+        """True when communities exist but no labels do (an index built before labels existed)."""
+        has_communities = self.db.execute("SELECT 1 FROM communities WHERE community >= 0 LIMIT 1").fetchone()
+        return bool(has_communities) and not self.db.execute("SELECT 1 FROM community_labels LIMIT 1").fetchone()
+
+    def _label_state(self):
+        """The membership the stored labels were computed from, and those labels (labels.Membership)."""
+        from .labels import membership
+
+        basis = np.array(self.db.execute("SELECT chunk_id, community FROM community_label_basis ORDER BY chunk_id").fetchall(), dtype=np.int64).reshape(-1, 2)
+        stored = self.db.execute("SELECT basis, label, keywords, weights, size FROM community_labels").fetchall()
+        return membership(basis[:, 0], basis[:, 1], stored)
+
+    def _community_texts(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT c.text FROM communities m JOIN chunks c ON c.id = m.chunk_id ORDER BY m.chunk_id")]
+
+    def _write_labels(self, cache: Path | None) -> int:
+        """Label the communities now stored (inside the caller's transaction); returns how many."""
+        from .labels import label_row, plan_labels
+
+        ids, community = self.memberships()
+        rows, rebased = plan_labels(ids, community, self._label_state(), self._community_texts, cache)
+        if rebased:
+            self.db.execute("DELETE FROM community_label_basis")
+            self.db.execute("INSERT INTO community_label_basis(chunk_id, community) SELECT chunk_id, community FROM communities")
+        self.db.execute("DELETE FROM community_labels")
+        self.db.executemany(
+            "INSERT INTO community_labels(community, basis, label, keywords, weights, size) VALUES (?, ?, ?, ?, ?, ?)",
+            [label_row(n, basis, c) for n, basis, c in rows],
+        )
+        return len(rows)
+
+    # ---- file dates (ragx/index/dates.py) and what a query says about each result's file -------------
+    def dates_missing(self) -> bool:
+        has_files = self.db.execute("SELECT 1 FROM files LIMIT 1").fetchone()
+        return bool(has_files) and not self.db.execute("SELECT 1 FROM file_dates LIMIT 1").fetchone()
+
+    def _write_dates(self, from_git: dict[str, float]) -> None:
+        """Recompute every indexed file's date inside the caller's transaction (two set-based reads)."""
+        from .dates import date_rows
+
+        files = self.db.execute("SELECT id, path, mtime_ns FROM files").fetchall()
+        heads = dict(self.db.execute("SELECT file_id, text FROM chunks WHERE ordinal = 0 AND byte_start = 0").fetchall())
+        self.db.execute("DELETE FROM file_dates")
+        self.db.executemany("INSERT INTO file_dates(path, date, source) VALUES (?, ?, ?)", date_rows(files, heads, from_git))
+
+    def backfill(self, terms_cache: Path | None, git_dates) -> None:
+        """A run without a new generation still adds labels and dates an older index lacks
+        (`git_dates`: a callable, so git runs only when dates are missing)."""
+        if self.labels_missing():
+            with self.transaction():
+                self._write_labels(terms_cache)
+        if self.dates_missing():
+            with self.transaction():
+                self._write_dates(git_dates())
+
+    def file_info(self, paths: Sequence[str]) -> dict[str, tuple]:
+        """path -> (size, mtime_ns, date, date source) as indexed; date and source None without a date."""
+        if not paths:
+            return {}
+        marks = ",".join("?" * len(paths))
+        try:
+            rows = self.db.execute(
+                f"SELECT f.path, f.size, f.mtime_ns, d.date, d.source FROM files f LEFT JOIN file_dates d ON d.path = f.path "
+                f"WHERE f.path IN ({marks})", list(paths)).fetchall()
+        except sqlite3.OperationalError:  # an index from before file dates: no dates, staleness still known
+            rows = [(*r, None, None) for r in self.db.execute(f"SELECT path, size, mtime_ns FROM files WHERE path IN ({marks})", list(paths))]
+        return {r[0]: r[1:] for r in rows}
+
+    def paths_of(self, file_ids: Sequence[int]) -> dict[int, str]:
+        """File id -> path for `file_ids` (missing ids are left out)."""
+        ids = [int(i) for i in file_ids]
+        if not ids:
+            return {}
+        _fill_temp(self.db, "lookup_files", ids)
+        return dict(self.db.execute("SELECT id, path FROM files WHERE id IN (SELECT id FROM temp.lookup_files)").fetchall())
+
+    # ---- PDF pages without text (ragx/ingest/pdf.py) --------------------------------------------------
+    def _record_textless(self, read: list[str], textless: dict[str, list[int]]) -> None:
+        """Keep the text-less pages of the PDFs read in this run and forget those of files no longer indexed."""
+        self.db.executemany("DELETE FROM pdf_textless WHERE path = ?", [(p,) for p in read])
+        self.db.executemany("INSERT INTO pdf_textless(path, pages) VALUES (?, ?)", [(p, json.dumps(n)) for p, n in textless.items()])
+        self.db.execute("DELETE FROM pdf_textless WHERE path NOT IN (SELECT path FROM files)")
+
+    # ---- export / import (ragx/index/transfer.py) -----------------------------------------------------
+    def files_digest(self) -> str:
+        """One digest of every indexed file's path and content hash (order-free)."""
+        import xxhash
+
+        h = xxhash.xxh3_128()
+        for path, digest in self.db.execute("SELECT path, hash FROM files ORDER BY path"):
+            h.update(f"{path}\t{digest}\n".encode("utf-8"))
+        return h.hexdigest()
+
+    def row_counts(self, tables: Sequence[str] = ("files", "chunks")) -> dict[str, int]:
+        return {t: self.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+    def backup_to(self, target: Path) -> None:
+        """A consistent copy of the whole database in the file `target` (SQLite's backup API)."""
+        dst = sqlite3.connect(target)
+        try:
+            self.db.backup(dst)
+        finally:
+            dst.close()
+
+    def replace_with(self, source: Path) -> None:
+        """Replace this database by the one in `source`, in one backup step (readers see old or new)."""
+        src = sqlite3.connect(source)
+        try:
+            src.backup(self.db)
+        finally:
+            src.close()
+
+    def stamp_import(self, generation: int, touched: Sequence[tuple[str, int, int]]) -> None:
+        """An unpacked export before it is installed: the generation it will name, and this machine's
+        stat for files whose content matches it ((path, size, mtime_ns))."""
+        with self.transaction() as db:
+            Store.write_manifest(db, {"generation": generation})
+            db.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [(s, m, p) for p, s, m in touched])
+
+    @staticmethod
+    def committed_generation(path: Path) -> int | None:
+        """The generation the database at `path` names, None when no run finished there.
+        Raises sqlite3.DatabaseError when the file is unreadable (callers decide what that means)."""
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM manifest WHERE key = 'generation'").fetchone()
+        finally:
+            db.close()
+        return int(json.loads(row[0])) if row else None
 
     def integrity_problems(self, limit: int = 3) -> list[str]:
         """SQLite's own check of every page of the database file (`status --deep`): [] when sound."""

@@ -279,7 +279,7 @@ class _Walker:
             except OSError as exc:
                 self.problem(rel, _reason(exc))
                 continue
-            if b"\0" in head:
+            if b"\0" in head and not rel.lower().endswith(".pdf"):  # PDFs: text comes from ragx/ingest/pdf.py
                 self.skip(rel, "binary")
                 continue
             self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))

@@ -36,11 +36,14 @@ _CODE_EXTS = (
 
 _DATA_EXTS = ("json", "jsonl", "ndjson", "json5", "jsonc", "xml", "csv", "tsv")
 
+# PDFs are read page by page through pypdf (ragx/ingest/pdf.py); each page's text chunks as prose.
+_DOCUMENT_EXTS = ("pdf",)
+
 #: extension (lower case, no dot) -> chunking kind
 EXTENSION_KINDS: dict[str, str] = {}
 for _ext in _MARKDOWN_EXTS:
     EXTENSION_KINDS[_ext] = MARKDOWN
-for _ext in _PROSE_EXTS + _DATA_EXTS:
+for _ext in _PROSE_EXTS + _DATA_EXTS + _DOCUMENT_EXTS:
     EXTENSION_KINDS[_ext] = TEXT
 for _ext in _CODE_EXTS:
     EXTENSION_KINDS[_ext] = CODE

@@ -1,0 +1,1 @@
+"""The agent skill shipped with ragx (SKILL.md) and where `ragx init --agent` installs it."""

@@ -1,0 +1,58 @@
+"""`ragx export FILE` / `ragx import FILE`: move an index between machines, with its fingerprint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from .. import schemas
+from ..api import Corpus
+from .app import JsonOpt, RootOpt, app, emit_json, err, out
+
+
+@app.command("export")
+def export_command(
+    file: Annotated[str, typer.Argument(help="Archive to write (a .tar.gz).")],
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write the index and its fingerprint (model, chunking, graph, file hashes) to one archive."""
+    from ..index.transfer import export_index
+
+    corpus = Corpus.open(root, need_index=True)
+    doc = export_index(corpus.layout, Path(file).expanduser().resolve())
+    if json_out:
+        emit_json(schemas.EXPORT, doc)
+        return
+    c = doc["counts"]
+    out.print(f"exported {c['files']} files, {c['chunks']} chunks ({doc['identity']['embedder']}) to {escape(doc['file'])} "
+              f"({doc['bytes'] / 1e6:.1f} MB)")
+
+
+@app.command("import")
+def import_command(
+    file: Annotated[str, typer.Argument(help="An archive written by `ragx export`.")],
+    root: RootOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing index.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Install an exported index here; list the files that differ (the next `ragx index` redoes only those)."""
+    from ..index.transfer import import_index
+
+    corpus = Corpus.open(root)
+    doc = import_index(corpus, Path(file).expanduser().resolve(), force=force)
+    if json_out:
+        emit_json(schemas.IMPORT, doc)
+        return
+    d = doc["differs"]
+    n = sum(len(v) for v in d.values())
+    out.print(f"imported {doc['counts']['files']} files, {doc['counts']['chunks']} chunks into {escape(doc['root'])}; "
+              f"{doc['same']} files as exported, {n} differ")
+    for kind in ("changed", "new", "deleted"):
+        for path in d[kind]:
+            out.print(f"  {kind:<8} {escape(path)}")
+    if n:
+        err.print(f"run `ragx index` to re-index the {n} files that differ")

@@ -1,0 +1,126 @@
+"""What each query result says about its file: its date (and where the date came from), whether the
+file changed since it was indexed (`stale`), and the time filters and boosts of `ragx query`.
+
+- date: from the index's `file_dates` (ragx/index/dates.py: frontmatter, else git, else mtime).
+- stale: the file's size or mtime differs from the indexed row, or it is gone. No re-hash: a `touch`
+  counts as stale too (cheap to check on every query; `ragx index` then only updates the row).
+- `--since/--until` keep results whose file date lies in the range; `--recent`/`--oldest` multiply each
+  score by 1 + TIME_BOOST x (the file's place between the oldest and newest candidate date, 0..1, or
+  its mirror). Both act on the candidate pool of the search (every result it can rank), not on files
+  the retrieval pass never reached.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import UsageError
+from .index.dates import iso, parse_date
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .index.store import Store
+
+TIME_BOOST = 0.5
+WIDE_TOP = 1000  # results asked of the search when a time option must see the whole candidate pool
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class TimeOptions:
+    since: float | None = None
+    until: float | None = None
+    boost: str | None = None  # "recent", "oldest" or None
+
+    @property
+    def active(self) -> bool:
+        return self.since is not None or self.until is not None or self.boost is not None
+
+    def describe(self) -> dict[str, Any]:
+        return {"since": iso(self.since) if self.since is not None else None,
+                "until": iso(self.until) if self.until is not None else None, "boost": self.boost}
+
+
+def time_options(since: str | None, until: str | None, recent: bool, oldest: bool) -> TimeOptions:
+    if recent and oldest:
+        raise UsageError("--recent and --oldest exclude each other")
+    start = _date_arg("--since", since)
+    end = _date_arg("--until", until)
+    if end is not None and until is not None and len(until.strip()) == 10:
+        end += DAY - 1e-3  # a bare day means up to the end of that day
+    if start is not None and end is not None and start > end:
+        raise UsageError("--since is after --until")
+    return TimeOptions(start, end, "recent" if recent else "oldest" if oldest else None)
+
+
+def _date_arg(flag: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    when = parse_date(text)
+    if when is None:
+        raise UsageError(f"{flag} wants a date like 2024-05-31 or 2024-05-31T12:00:00, got {text!r}")
+    return when
+
+
+def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions | None, top: int) -> dict[str, Any]:
+    """Add date, date_source and stale to every result; apply time filters and boosts; keep `top`."""
+    results = doc["results"]
+    info = store.file_info(sorted({r["file"] for r in results}))
+    for r in results:
+        size, mtime_ns, when, source = info.get(r["file"], (None, None, None, None))
+        r["date"] = iso(when) if when is not None else None
+        r["date_source"] = source
+        r["_when"] = when
+    if opts is not None and opts.active:
+        results = _apply_time(results, opts)
+        doc["time"] = opts.describe() | {"candidates": len(doc["results"]), "kept": len(results)}
+        if isinstance(doc.get("params"), dict):
+            doc["params"]["top"] = top  # the search was asked for every candidate; the user asked for `top`
+    results = results[:top]
+    for rank, r in enumerate(results, 1):
+        r["rank"] = rank
+        r.pop("_when")
+        size, mtime_ns = info.get(r["file"], (None, None, None, None))[:2]
+        r["stale"] = _stale(root / r["file"], size, mtime_ns)
+    doc["results"] = results
+    return doc
+
+
+def _apply_time(results: list[dict[str, Any]], opts: TimeOptions) -> list[dict[str, Any]]:
+    when = np.array([r["_when"] if r["_when"] is not None else np.nan for r in results], dtype=np.float64)
+    keep = np.ones(len(results), dtype=bool)
+    if opts.since is not None:
+        keep &= when >= opts.since
+    if opts.until is not None:
+        keep &= when <= opts.until
+    kept = [r for r, k in zip(results, keep.tolist()) if k]
+    when = when[keep]
+    if opts.boost is None or not kept:
+        return kept
+    known = ~np.isnan(when)
+    place = np.zeros(len(kept))  # a file without a date gets no boost
+    if known.any():
+        lo, hi = np.nanmin(when), np.nanmax(when)
+        place[known] = (when[known] - lo) / (hi - lo) if hi > lo else 1.0
+        if opts.boost == "oldest":
+            place[known] = 1.0 - place[known]
+    scores = np.array([r["score"] for r in kept]) * (1.0 + TIME_BOOST * place)
+    for r, s, p in zip(kept, scores.tolist(), place.tolist()):
+        r["score"] = s
+        r["time_boost"] = round(TIME_BOOST * p, 6)
+    order = np.lexsort((np.arange(len(kept)), -scores))  # ties keep the search's order
+    return [kept[i] for i in order.tolist()]
+
+
+def _stale(path: Path, size: int | None, mtime_ns: int | None) -> bool:
+    if size is None:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True  # deleted or unreadable since it was indexed
+    return st.st_size != size or st.st_mtime_ns != mtime_ns

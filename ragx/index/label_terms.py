@@ -1,0 +1,78 @@
+"""The chunk x term count matrix behind community labels, cached across index runs.
+
+Counting words and word pairs over every chunk costs seconds on a corpus of ten thousand chunks, far
+more than an incremental run otherwise takes. So the matrix is kept in `.ragx/label-terms.npz`, one
+row per chunk, keyed by chunk id AND a hash of the chunk's text (a row is reused only for the very
+same text, so a rolled-back run that hands an id out again cannot poison it; a missing or unreadable
+file only costs a recount). New chunks are counted against the cached vocabulary; the vocabulary is
+fitted again over all chunks when fewer than REFIT_SHARE of the live chunks took part in its fit.
+(Labels computed from a partly transformed matrix can differ from a fresh fit's in terms that only
+new chunks use; those enter at the next refit.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+REFIT_SHARE = 0.8
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    return np.fromiter((xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts), dtype=np.uint64, count=len(texts))
+
+
+def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, vectorizer_factory, min_df: int):
+    """(chunks x terms CSR matrix in the order of `ids`, terms) or None when no term survives."""
+    from scipy import sparse
+
+    keys = text_keys(texts)
+    cached = _load(cache) if cache is not None else None
+    if cached is not None:
+        c_ids, c_keys, c_fitted, c_counts, terms = cached
+        pos = np.minimum(np.searchsorted(c_ids, ids), max(len(c_ids) - 1, 0))
+        hit = (c_ids[pos] == ids) & (c_keys[pos] == keys) if len(c_ids) else np.zeros(len(ids), bool)
+        fitted = np.where(hit, c_fitted[pos], False)
+        if fitted.sum() >= REFIT_SHARE * len(ids):
+            miss = np.flatnonzero(~hit)
+            fresh = vectorizer_factory(vocabulary=terms).transform([texts[i] for i in miss]) if len(miss) else None
+            rows = c_counts[pos[hit]]
+            stacked = sparse.vstack([rows, fresh]).tocsr() if fresh is not None else rows.tocsr()
+            order = np.concatenate([np.flatnonzero(hit), miss])
+            counts = stacked[np.argsort(order, kind="stable")]
+            _save(cache, ids, keys, fitted, counts, terms)
+            return counts, terms
+    vectorizer = vectorizer_factory(min_df=min(min_df, len(texts)))
+    try:
+        counts = vectorizer.fit_transform(texts).tocsr()
+    except ValueError:  # no term survives (stop words only, or a tiny corpus)
+        return None
+    terms = vectorizer.get_feature_names_out().astype(str)
+    if cache is not None:
+        _save(cache, ids, keys, np.ones(len(ids), bool), counts, terms)
+    return counts, terms
+
+
+def _load(path: Path):
+    from scipy import sparse
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            counts = sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+            return z["ids"], z["keys"], z["fitted"], counts, z["terms"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _save(path: Path, ids, keys, fitted, counts, terms) -> None:
+    """Write next to the target and rename: a crash leaves the old cache or the new one, never half."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npz")
+    try:
+        np.savez(tmp, ids=ids, keys=keys, fitted=fitted, data=counts.data, indices=counts.indices,
+                 indptr=counts.indptr, shape=np.array(counts.shape), terms=terms)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # the cache is an optimisation: failing to write it is not an error

@@ -1,0 +1,254 @@
+"""Move an index between machines: `ragx export FILE` / `ragx import FILE`.
+
+An export is a gzip tar of exactly these members:
+
+    ragx-export.json   the fingerprint: format, ragx version, what the index was built with (model,
+                       dimension, chunking, graph settings), counts, a digest of every file's path and
+                       content hash, and a SHA-256 of each other member
+    index.sqlite       a consistent copy of the store (SQLite's backup API)
+    gen/<name>         the derived arrays of the generation that copy names
+
+Import checks the archive against its fingerprint and the fingerprint against this corpus's config,
+then installs it the way an index run commits: arrays in a new generation folder first, then the
+store replaced in one SQLite backup step. Files whose content differs from what was indexed are
+reported by path; the next `ragx index` re-indexes only those (their rows carry the exporter's hashes,
+and files whose content is the same only get their size and mtime updated here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError
+from .layout import Layout
+from .snapshot import FILES as GEN_FILES
+from .snapshot import Snapshot
+from .store import Store
+
+IMPORT_TEMP = "tmp-gen-import-{pid}"  # a tmp-gen-* name: the next index run removes one left by a crash
+
+FORMAT = "ragx.archive.v1"
+FINGERPRINT = "ragx-export.json"
+DB = "index.sqlite"
+IDENTITY_KEYS = ("schema_version", "embedder", "dim", "chunking", "graph")
+MEMBERS = {FINGERPRINT, DB, *(f"gen/{name}" for name in GEN_FILES)}
+
+
+def export_index(layout: Layout, target: Path) -> dict[str, Any]:
+    """Write the committed index to `target` (holding the writer lock, so no run changes it meanwhile)."""
+    if not layout.exists():
+        raise NoIndexError(f"no index in {layout.root}: run `ragx index`")
+    if target.is_dir():
+        raise UsageError(f"{target} is a folder; give a file name such as index.ragx.tar.gz")
+    with layout.writer_lock():
+        work = layout.dir / f"tmp-gen-export-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        try:
+            copy = work / DB
+            store = Store(layout.db, readonly=True)
+            try:
+                store.backup_to(copy)
+            finally:
+                store.close()
+            fingerprint = _fingerprint_of(copy)
+            gen = layout.gen(int(fingerprint["generation"]))
+            Snapshot.load(gen)  # refuse to export arrays that do not load
+            members = {DB: copy, **{f"gen/{n}": gen / n for n in GEN_FILES}}
+            fingerprint["members"] = {name: _sha256(path) for name, path in members.items()}
+            _write_tar(target, fingerprint, members)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return {"file": str(target), "bytes": target.stat().st_size, **{k: fingerprint[k] for k in ("identity", "counts", "files_digest")}}
+
+
+def _fingerprint_of(db_path: Path) -> dict[str, Any]:
+    from .. import __version__
+
+    store = Store(db_path, readonly=True)
+    try:
+        manifest = store.manifest()
+        if "generation" not in manifest:
+            raise NoIndexError("no finished index run to export: run `ragx index`")
+        counts = store.row_counts(("files", "chunks"))
+        digest = store.files_digest()
+    finally:
+        store.close()
+    return {
+        "format": FORMAT,
+        "ragx_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "identity": {k: manifest.get(k) for k in IDENTITY_KEYS},
+        "generation": manifest["generation"],
+        "counts": counts,
+        "files_digest": digest,
+    }
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_tar(target: Path, fingerprint: dict[str, Any], members: dict[str, Path]) -> None:
+    """Write to a temporary name, then rename: a failed export never leaves a half archive behind."""
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
+            data = json.dumps(fingerprint, indent=2, sort_keys=True).encode("utf-8")
+            info = tarfile.TarInfo(FINGERPRINT)
+            info.size, info.mtime = len(data), int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+            for name, path in members.items():
+                tar.add(path, arcname=name, recursive=False)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# ---- import ---------------------------------------------------------------------------------------
+
+def peek_fingerprint(source: Path) -> dict[str, Any]:
+    """The fingerprint alone, read without unpacking the rest."""
+    try:
+        with tarfile.open(source, "r:*") as tar:
+            member = tar.extractfile(FINGERPRINT)
+            fingerprint = json.loads(member.read().decode("utf-8"))
+    except (KeyError, AttributeError, ValueError):
+        raise CorruptIndexError(f"{source} is not a ragx export (no readable {FINGERPRINT})") from None
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise UsageError(f"cannot read {source}: {exc}") from None
+    if fingerprint.get("format") != FORMAT:
+        raise CorruptIndexError(f"{source}: unknown export format {fingerprint.get('format')!r}")
+    return fingerprint
+
+
+def read_archive(source: Path, into: Path) -> dict[str, Any]:
+    """Extract `source` into the folder `into` after checking its members; returns the fingerprint."""
+    try:
+        with tarfile.open(source, "r:*") as tar:
+            names = {m.name for m in tar.getmembers()}
+            bad = [m.name for m in tar.getmembers() if not m.isfile() or m.name not in MEMBERS]
+            if bad or names != MEMBERS:
+                raise CorruptIndexError(f"{source} is not a ragx export (unexpected or missing members: {sorted(bad or MEMBERS ^ names)[:3]})")
+            tar.extractall(into, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise UsageError(f"cannot read {source}: {exc}") from None
+    fingerprint = json.loads((into / FINGERPRINT).read_text(encoding="utf-8"))
+    if fingerprint.get("format") != FORMAT:
+        raise CorruptIndexError(f"{source}: unknown export format {fingerprint.get('format')!r}")
+    for name, digest in fingerprint["members"].items():
+        if _sha256(into / name) != digest:
+            raise CorruptIndexError(f"{source}: {name} does not match its checksum (damaged in transit?)")
+    store = Store(into / DB, readonly=True)
+    try:
+        digest = store.files_digest()
+    finally:
+        store.close()
+    if digest != fingerprint["files_digest"]:
+        raise CorruptIndexError(f"{source}: the file list does not match its fingerprint")
+    Snapshot.load(into / "gen")
+    return fingerprint
+
+
+def check_identity(fingerprint: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """The export must have been built the way this corpus's config would build it."""
+    for key in IDENTITY_KEYS:
+        have = fingerprint["identity"].get(key)
+        if key in wanted and have != wanted[key]:
+            raise ManifestMismatchError(
+                f"the export was built with {key} = {have}, this corpus's config says {wanted[key]}: "
+                "set the same in ragx.toml, or build the index here with `ragx index --full`"
+            )
+
+
+def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]]) -> int:
+    """Put the unpacked index in place (caller holds the writer lock); returns its generation number.
+
+    `touched`: (path, size, mtime_ns) of files whose content matches the export, so their rows get this
+    machine's stat and are not re-hashed by every later run.
+    """
+    current = (Store.committed_generation(layout.db) or 0) if layout.exists() else 0
+    imported = Store.committed_generation(unpacked / DB) or 0
+    generation = max(current, imported) + 1  # a number no reader of the old index can be using
+    staged = Store(unpacked / DB)
+    try:
+        staged.stamp_import(generation, touched)
+    finally:
+        staged.close()
+    target = layout.gen(generation)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(unpacked / "gen", target)  # arrays first, then the commit that names them
+    store = Store(layout.db, create=True)
+    try:
+        store.replace_with(unpacked / DB)
+    finally:
+        store.close()
+    layout.remove_stale(keep={generation})
+    return generation
+
+
+def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]:
+    """Install the export `source` as `corpus`'s index and report how the corpus's files differ from it."""
+    from .identity import index_identity
+    from .diff import diff_corpus
+
+    layout = corpus.layout
+    if not source.is_file():
+        raise UsageError(f"{source} is not a file")
+    if _has_index(layout) and not force:
+        raise UsageError(f"{corpus.root} already has an index; `ragx import --force` replaces it")
+    check_identity(peek_fingerprint(source), index_identity(corpus.settings, corpus.embedder))  # before writing anything
+    layout.dir.mkdir(parents=True, exist_ok=True)
+    with layout.writer_lock():
+        work = layout.dir / IMPORT_TEMP.format(pid=os.getpid())
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            fingerprint = read_archive(source, work)
+            exported = Store(work / DB, readonly=True)
+            try:
+                stored = exported.files()
+            finally:
+                exported.close()
+            diff = diff_corpus(corpus.root, corpus.settings, stored)
+            generation = install(layout, work, [(f.path, f.size, f.mtime_ns) for f, _ in diff.touched])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    differs = {
+        "new": sorted(f.path for f in diff.new),
+        "changed": sorted(f.path for f in diff.changed),
+        "deleted": sorted(r.path for r in diff.deleted),
+    }
+    return {
+        "file": str(source),
+        "root": str(corpus.root),
+        "generation": generation,
+        "identity": fingerprint["identity"],
+        "counts": fingerprint["counts"],
+        "exported_at": fingerprint["created_at"],
+        "same": diff.unchanged,
+        "differs": differs,
+        "unreadable": [{"path": p.path, "reason": p.reason} for p in diff.problems],
+    }
+
+
+def _has_index(layout: Layout) -> bool:
+    if not layout.exists():
+        return False
+    try:
+        return Store.committed_generation(layout.db) is not None
+    except sqlite3.DatabaseError:
+        return True  # unreadable: replacing it still needs --force

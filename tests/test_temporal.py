@@ -1,0 +1,117 @@
+"""File dates (frontmatter, git, mtime), --since/--until/--recent/--oldest, and `stale` in results.
+
+The git repository is built here, with a commit date per file set through GIT_COMMITTER_DATE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from cli_runner import call
+from fakes import HashEmbedder
+
+from ragx.index.dates import frontmatter_date, parse_date
+from ragx.models import registry
+
+BODY = "The harbour log: boats, tides, moorings and the keel of the old ketch were checked again."
+
+
+@pytest.fixture(autouse=True)
+def fake_model(monkeypatch):
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+
+def git(root, *args, when=None):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    if when:
+        env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def repo(tmp_path, capsys):
+    git(tmp_path, "init", "-q")
+    for name, when in [("log-2019.md", "2019-03-01T10:00:00+00:00"), ("log-2021.md", "2021-06-15T10:00:00+00:00"),
+                       ("log-2024.md", "2024-01-20T10:00:00+00:00")]:
+        (tmp_path / name).write_text(f"# {name}\n\n{BODY} {name}\n", encoding="utf-8")
+        git(tmp_path, "add", name)
+        git(tmp_path, "commit", "-q", "-m", name, when=when)
+    # Committed in 2024 too, but its frontmatter says when its content was last updated.
+    (tmp_path / "front.md").write_text(f"---\ntitle: x\nupdated: 2020-02-02\n---\n\n# front\n\n{BODY} front\n", encoding="utf-8")
+    git(tmp_path, "add", "front.md")
+    git(tmp_path, "commit", "-q", "-m", "front", when="2024-05-05T10:00:00+00:00")
+    (tmp_path / "untracked.md").write_text(f"# untracked\n\n{BODY} untracked\n", encoding="utf-8")
+    os.utime(tmp_path / "untracked.md", (1_600_000_000, 1_600_000_000))  # 2020-09-13
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    return tmp_path
+
+
+def results(capsys, root, *extra):
+    code, out, err = call(capsys, "query", "harbour log boats tides keel", "--root", str(root), "--json", "--files-only", *extra)
+    return code, (json.loads(out) if out else None), err
+
+
+def test_each_result_says_its_date_and_where_it_came_from(repo, capsys):
+    code, doc, _ = results(capsys, repo)
+    assert code == 0
+    by_file = {r["file"]: (r["date"], r["date_source"]) for r in doc["results"]}
+    assert by_file == {
+        "log-2019.md": ("2019-03-01T10:00:00Z", "git"),
+        "log-2021.md": ("2021-06-15T10:00:00Z", "git"),
+        "log-2024.md": ("2024-01-20T10:00:00Z", "git"),
+        "front.md": ("2020-02-02T00:00:00Z", "frontmatter"),
+        "untracked.md": ("2020-09-13T12:26:40Z", "mtime"),
+    }
+    assert all(r["stale"] is False for r in doc["results"])
+
+
+def test_since_and_until_filter_by_file_date(repo, capsys):
+    _, doc, _ = results(capsys, repo, "--since", "2020-06-01")
+    assert {r["file"] for r in doc["results"]} == {"log-2021.md", "log-2024.md", "untracked.md"}
+    assert doc["time"]["since"] == "2020-06-01T00:00:00Z" and doc["params"]["top"] == 10
+    _, doc, _ = results(capsys, repo, "--since", "2020-01-01", "--until", "2021-06-15")
+    assert {r["file"] for r in doc["results"]} == {"front.md", "untracked.md", "log-2021.md"}  # the whole last day counts
+    code, doc, _ = results(capsys, repo, "--since", "2030-01-01")
+    assert code == 1 and doc["results"] == []
+
+
+def test_recent_and_oldest_reorder_by_date(repo, capsys):
+    _, doc, _ = results(capsys, repo, "--recent")
+    assert doc["results"][0]["file"] == "log-2024.md"
+    assert doc["results"][0]["time_boost"] == 0.5
+    assert [r["rank"] for r in doc["results"]] == list(range(1, len(doc["results"]) + 1))
+    _, doc, _ = results(capsys, repo, "--oldest")
+    assert doc["results"][0]["file"] == "log-2019.md"
+    scores = [r["score"] for r in doc["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_bad_time_options_are_usage_errors(repo, capsys):
+    for extra in (["--since", "last tuesday"], ["--recent", "--oldest"], ["--since", "2024-01-01", "--until", "2023-01-01"]):
+        code, doc, err = results(capsys, repo, *extra)
+        assert code == 2 and doc is None and len(err.strip().splitlines()) == 1, extra
+
+
+def test_stale_marks_files_changed_since_indexing_and_status_lists_them(repo, capsys):
+    (repo / "log-2021.md").write_text(f"# edited\n\n{BODY} edited\n", encoding="utf-8")
+    (repo / "untracked.md").unlink()
+    code, out, _ = call(capsys, "query", "harbour log boats tides keel", "--root", str(repo), "--json", "--top", "20")
+    stale = {r["file"]: r["stale"] for r in json.loads(out)["results"]}
+    assert stale["log-2021.md"] is True and stale["untracked.md"] is True and stale["log-2019.md"] is False
+    code, out, _ = call(capsys, "status", "--root", str(repo), "--json")
+    doc = json.loads(out)
+    assert doc["drift"]["changed"] == 1 and doc["drift"]["deleted"] == 1
+    assert doc["drifted"] == {"new": [], "changed": ["log-2021.md"], "deleted": ["untracked.md"]}
+    code, text, _ = call(capsys, "status", "--root", str(repo))
+    assert "changed: log-2021.md" in text and "deleted: untracked.md" in text
+
+
+def test_date_parsing():
+    assert frontmatter_date("---\ndate: 2021-01-02\nupdated: '2022-03-04T05:06:07Z'\n---\nx") == parse_date("2022-03-04T05:06:07Z")
+    assert frontmatter_date("---\ndate: 2021-01-02\n---\n") == parse_date("2021-01-02")
+    assert frontmatter_date("no frontmatter\ndate: 2021-01-02") is None
+    assert frontmatter_date("---\ndate: soon\n---\n") is None

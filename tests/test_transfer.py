@@ -1,0 +1,107 @@
+"""`ragx export` / `ragx import`: an index moved to another copy of the corpus, and what differs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+
+import pytest
+from cli_runner import call
+from fakes import HashEmbedder, make_corpus
+
+from ragx.models import registry
+
+
+@pytest.fixture(autouse=True)
+def fake_model(monkeypatch):
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+
+@pytest.fixture
+def exported(tmp_path, capsys):
+    """An indexed corpus, its export, and a copy of its files elsewhere (other mtimes, no index)."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    make_corpus(origin)
+    assert call(capsys, "index", "--root", str(origin))[0] == 0
+    archive = tmp_path / "index.tar.gz"
+    code, out, err = call(capsys, "export", str(archive), "--root", str(origin), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "ragx.export.v1" and doc["counts"]["files"] == 19 and archive.stat().st_size == doc["bytes"]
+    copy = tmp_path / "copy"
+    shutil.copytree(origin, copy, ignore=shutil.ignore_patterns(".ragx"))  # new mtimes, same bytes
+    return origin, archive, copy
+
+
+def query(capsys, root, text="telescope orbit planet"):
+    code, out, err = call(capsys, "query", text, "--root", str(root), "--json", "--no-rerank")
+    assert code == 0, err
+    return [(r["file"], r["line_start"], r["line_end"], round(r["score"], 6)) for r in json.loads(out)["results"]]
+
+
+def test_an_imported_index_answers_like_the_original(exported, capsys):
+    origin, archive, copy = exported
+    code, out, err = call(capsys, "import", str(archive), "--root", str(copy), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "ragx.import.v1"
+    assert doc["same"] == 19 and doc["differs"] == {"new": [], "changed": [], "deleted": []}
+    assert query(capsys, copy) == query(capsys, origin)
+    status = json.loads(call(capsys, "status", "--root", str(copy), "--json", "--deep")[1])
+    assert status["consistent"] and status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+    code, out, _ = call(capsys, "index", "--root", str(copy), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["embedded_chunks"] == 0 and report["unchanged"] == 19
+
+
+def test_import_names_the_files_that_differ_and_the_next_index_redoes_only_those(exported, capsys):
+    _, archive, copy = exported
+    (copy / "sailing-0.md").write_text("# sailing 0\n\nA new text about the keel and the mast.\n", encoding="utf-8")
+    (copy / "cooking-1.md").unlink()
+    (copy / "extra.md").write_text("# extra\n\nA note about comets and nebula light.\n", encoding="utf-8")
+    code, out, err = call(capsys, "import", str(archive), "--root", str(copy), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["differs"] == {"new": ["extra.md"], "changed": ["sailing-0.md"], "deleted": ["cooking-1.md"]}
+    assert doc["same"] == 17
+    code, text, err = call(capsys, "import", str(archive), "--root", str(copy), "--force")
+    assert code == 0 and "changed  sailing-0.md" in text and "run `ragx index`" in err
+
+    code, out, _ = call(capsys, "index", "--root", str(copy), "--json")
+    report = json.loads(out)
+    assert (report["new"], report["changed"], report["deleted"]) == (1, 1, 1)
+    assert report["embedded_files"] == ["extra.md", "sailing-0.md"]
+    status = json.loads(call(capsys, "status", "--root", str(copy), "--json", "--deep")[1])
+    assert status["consistent"] and status["drift"]["changed"] == 0
+
+
+def test_import_refuses_other_settings_an_existing_index_and_a_damaged_archive(exported, capsys, tmp_path):
+    origin, archive, copy = exported
+    (copy / "ragx.toml").write_text("[graph]\nk = 4\n", encoding="utf-8")
+    code, out, err = call(capsys, "import", str(archive), "--root", str(copy))
+    assert code == 2 and out == "" and "graph" in err and len(err.strip().splitlines()) == 1
+    assert not (copy / ".ragx").exists()  # refused before anything was written
+    (copy / "ragx.toml").unlink()
+
+    before = query(capsys, origin)
+    code, _, err = call(capsys, "import", str(archive), "--root", str(origin))
+    assert code == 2 and "--force" in err
+    assert query(capsys, origin) == before
+
+    damaged = tmp_path / "damaged.tar.gz"
+    with tarfile.open(archive) as src, tarfile.open(damaged, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read()
+            if member.name == "gen/vectors.npy":
+                data = data[:-8] + b"\x00" * 8
+            member.size = len(data)
+            import io
+
+            dst.addfile(member, io.BytesIO(data))
+    code, _, err = call(capsys, "import", str(damaged), "--root", str(origin), "--force")
+    assert code == 2 and "checksum" in err
+    assert query(capsys, origin) == before
+    code, _, err = call(capsys, "import", str(tmp_path / "missing.tar.gz"), "--root", str(copy))
+    assert code == 2 and "not a file" in err
