@@ -39,7 +39,9 @@ def chat():
 @pytest.fixture
 def corpus(tmp_path, chat):
     make_corpus(tmp_path)
-    write_toml(tmp_path, f'[expand]\nenabled = true\nmodel = "chat-7b"\nbase_url = "{chat.base_url}"\ntimeout = 5.0\n')
+    # Few seeds per leg: on this small corpus 100 (the default) would seed every chunk from the query alone.
+    write_toml(tmp_path, f'[expand]\nenabled = true\nmodel = "chat-7b"\nbase_url = "{chat.base_url}"\ntimeout = 5.0\n'
+                         '[search]\ndense_n = 20\nlexical_n = 20\n')
     run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
     return tmp_path
 
