@@ -319,7 +319,7 @@ def _markdown_units(doc: _Doc, budget: int) -> list[Span]:
 
 def _python_block_starts(text: str) -> list[int]:
     """Start of each top-level def/class, moved up over its decorators and leading comments."""
-    starts = []
+    starts: list[int] = []
     for m in _PY_DEF.finditer(text):
         cut = pos = m.start()
         pending = False  # inside indented/closing lines of a multi-line decorator call
