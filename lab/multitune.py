@@ -67,7 +67,7 @@ def configs(n: int) -> list[Params]:
     out = list(FIXED.values())
     for _ in range(n):
         t = study.ask()
-        ch = {k: (t.suggest_int(k, lo, hi) if kind == "int" else t.suggest_float(k, lo, hi)) for k, (kind, lo, hi) in SPACE.items()}
+        ch = {k: (t.suggest_int(k, int(lo), int(hi)) if kind == "int" else t.suggest_float(k, lo, hi)) for k, (kind, lo, hi) in SPACE.items()}
         study.tell(t, 0.0)
         share = ch.pop("lexical_share")
         ch["heat_weight"] = ch.pop("beta")  # drawn under its old name, so the study's draws stay reproducible
@@ -215,7 +215,7 @@ def markdown(result: dict) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1] == "report":
-        r = report(int(sys.argv[2]), *(sys.argv[3:4] or [GUARD]), *(float(x) for x in sys.argv[4:5]))
+        r = report(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else GUARD, float(sys.argv[4]) if len(sys.argv) > 4 else LAM)
         print(json.dumps({k: v for k, v in r.items() if k != "rows"}, indent=1, default=float))
         for coll, row in r["rows"].items():
             print(coll, json.dumps({k: v for k, v in row.items() if k != "refs"}, default=float))

@@ -72,7 +72,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         if progress:
             progress(1)
     seconds = time.perf_counter() - started
-    schema = {"qid": pl.String, "query": pl.String, "variants": pl.List(pl.String), "dense_ids": pl.List(pl.List(pl.Int64))}
+    schema: dict[str, Any] = {"qid": pl.String, "query": pl.String, "variants": pl.List(pl.String), "dense_ids": pl.List(pl.List(pl.Int64))}
     schema |= {c: pl.List(POLARS_TYPES[t]) for c, t in ARRAY_COLUMNS.items()}
     pl.DataFrame(rows, schema=schema).write_parquet(folder / "passes.parquet")
     meta = {
@@ -119,6 +119,10 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
         lengths = df[col].list.len().to_numpy()
         flat = df[col].explode().drop_nulls().to_numpy()  # an empty list explodes to one null
         cols[col] = _split(np.asarray(flat, dtype=dtype), lengths)
+
+    def arrays_of(i: int) -> dict[str, Any]:  # the array fields of Candidates, by name
+        return {col: cols[col][i] for col in ARRAY_COLUMNS}
+
     out = []
     for i, (qid, query, variants, dense) in enumerate(zip(df["qid"], df["query"], df["variants"], df["dense_ids"])):
         out.append(
@@ -127,7 +131,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
                 variants=list(variants),
                 dense_ids=[np.asarray(d, dtype=np.int64) for d in dense],
                 caps=caps,
-                **{col: cols[col][i] for col in ARRAY_COLUMNS},
+                **arrays_of(i),
             )
         )
         out[-1].notes["qid"] = qid

@@ -10,7 +10,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -62,12 +62,12 @@ def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
     root = pass_root(cfg)
     caps = PassCaps(**cfg.caps)
     names = {b["name"]: f"{cfg.dataset.name}-{cfg.split}-{b['name']}" for b in cfg.sweep.builds}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     if cfg.get("passes_from", "index") == "shared":
         for b, name in names.items():
             passes, meta = load_cache(read_ref(root, name))
-            queries = [_Labelled(qid, files) for qid, files in meta["labels"].items()]
-            out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": queries}
+            labelled = [_Labelled(qid, files) for qid, files in meta["labels"].items()]
+            out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": labelled}
         return out
     base, queries = prepare(cfg.dataset, cfg.split, reporter)
     for b in cfg.sweep.builds:
@@ -231,14 +231,15 @@ def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, ob
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from optuna.visualization import matplotlib as ovm
 
     folder.mkdir(parents=True, exist_ok=True)
     made = []
     for name, fn in (("history", ovm.plot_optimization_history), ("importances", ovm.plot_param_importances)):
         try:
-            ax = fn(study)
-            fig = ax.figure if hasattr(ax, "figure") else ax[0].figure
+            ax: Any = fn(study)  # optuna annotates Axes; some plots return an array of Axes
+            fig = cast(Figure, ax.figure if hasattr(ax, "figure") else ax[0].figure)  # a top-level figure
             fig.set_size_inches(8, 4.5)
             fig.tight_layout()
             fig.savefig(folder / f"{name}.png", dpi=110)

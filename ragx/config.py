@@ -299,9 +299,15 @@ def _keep_or_raise(exc: ConfigError, problems: list[str] | None) -> None:
     problems.append(str(exc))
 
 
+def _dotted_key(dotted: str) -> tuple[str, str]:
+    """``"section.key"`` -> ``("section", "key")``."""
+    section, key = dotted.split(".")
+    return section, key
+
+
 def _check_order(merged: dict[tuple[str, str], Any], sources: dict[str, str], problems: list[str] | None) -> None:
     for smaller, larger in ORDERED:
-        a, b = merged[tuple(smaller.split("."))], merged[tuple(larger.split("."))]
+        a, b = merged[_dotted_key(smaller)], merged[_dotted_key(larger)]
         if a > b:
             message = f"{sources[smaller]}: {smaller} = {a!r} must not exceed {larger} = {b!r} (from {sources[larger]})"
             _keep_or_raise(ConfigError(message), problems)

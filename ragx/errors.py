@@ -133,6 +133,6 @@ def as_ragx_error(exc: BaseException) -> RagxError | None:
         return None
     if isinstance(exc, OSError):
         return StorageError(_os_message(exc))
-    if type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
+    if isinstance(exc, Exception) and type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
         return sqlite_error(exc)
     return None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import ir_measures
@@ -11,7 +12,7 @@ from ir_measures import RR, R, nDCG
 
 from ragx.search.candidates import Candidates
 from ragx.search.params import Params
-from ragx.search.score import Ranking, rank_files
+from ragx.search.score import rank_files
 
 MEASURES = {"nDCG@10": nDCG @ 10, "R@5": R @ 5, "R@10": R @ 10, "R@100": R @ 100, "MRR@10": RR @ 10}
 DEPTH = 100
@@ -21,13 +22,20 @@ _FILE_PARAMS = Params(top=10, dense_n=0, lexical_n=0, rrf_k=60.0, hops=0, decay=
 Scorer = Callable[[Candidates], np.ndarray]
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """A chunk order and scores without fusion or a trace: all `rank_files` reads."""
+
+    order: np.ndarray
+    score: np.ndarray
+
+
 def file_ranking(c: Candidates, values: np.ndarray, file_chunks: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Files ranked from per-node values (ties: smaller chunk id). NaN marks a node that is not a
     candidate of this configuration (e.g. outside a seeds-only budget): it is left out."""
     order = np.lexsort((c.nodes, -values))
     order = order[~np.isnan(values[order])]
-    r = Ranking(order=order, score=values, fused=None, trace=None, reranked=False)
-    return rank_files(c, r, _FILE_PARAMS.replace(file_chunks=file_chunks))
+    return rank_files(c, _Ranked(order=order, score=values), _FILE_PARAMS.replace(file_chunks=file_chunks))
 
 
 def run_of(passes: list[Candidates], scorer: Scorer, paths: dict[int, str], file_chunks: int = 1) -> dict[str, dict[str, float]]:

@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,10 +59,11 @@ def signals_hybrid():
     return lambda c: signals.rrf(c, 60.0)
 
 
-def ltr_heldout(benches, wrap) -> dict[str, dict[str, np.ndarray]]:
-    """Per collection, per-query held-out metrics of LambdaMART models trained on train data only."""
+def ltr_heldout(benches, wrap) -> tuple[dict[str, dict[str, np.ndarray]], Any]:
+    """Per collection, per-query held-out metrics of LambdaMART models trained on train data only;
+    and the model trained on all the train data."""
     base = [(benches[c].train, lambda q: True) for c in ("scifact", "dendron-vault") if c in benches]
-    out = {}
+    out: dict[str, dict[str, np.ndarray]] = {}
     model = ltr.train(base)
     for coll, b in benches.items():
         if not b.cv:
@@ -76,6 +78,8 @@ def ltr_heldout(benches, wrap) -> dict[str, dict[str, np.ndarray]]:
                 vals = {k: np.zeros(len(folds)) for k in res}
             for k in res:
                 vals[k][folds == f] = res[k]
+        if vals is None:
+            raise ValueError(f"{coll}: no cross-validation folds (data.CV_FOLDS = {data.CV_FOLDS})")
         out[coll] = vals
     return out, model
 

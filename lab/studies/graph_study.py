@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from .tables import compare_all, markdown
 OUT = Path(__file__).resolve().parents[2] / "reports" / "research"
 
 
-def grids(side, base: str) -> dict[str, dict[str, object]]:
+def grids(side, base: str) -> dict[str, dict[str, Callable[..., Any]]]:
     """family -> {config label -> scorer}; the first family is the reference."""
     return {
         "hybrid": {f"hybrid ({base})": fam.hybrid(base)},
@@ -56,7 +57,7 @@ def study(coll: str, base: str) -> dict:
 
 def report(base: str, collections=COLLECTIONS) -> dict:
     md = [f"# Graph families vs the equal-budget hybrid — base fusion: {base} (held-out)", ""]
-    results = {}
+    results: dict[str, Any] = {}
     for coll in collections:
         f = OUT / f"graph-{base}-{coll}.json"
         if not f.exists():

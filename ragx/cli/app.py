@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from .. import schemas
 from ..errors import redact
@@ -68,8 +71,9 @@ class _LazyConsole:
 
 
 # Logs, progress and warnings go to stderr; stdout carries only results (one JSON document with --json).
-err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a message is one line, never wrapped
-out = _LazyConsole(highlight=False, soft_wrap=True, emoji=False)  # ":fire:" in a file name stays text
+# Typed as rich's Console: a _LazyConsole forwards every attribute (and `with`) to a real one.
+err = cast("Console", _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False))  # a message is one line, never wrapped
+out = cast("Console", _LazyConsole(highlight=False, soft_wrap=True, emoji=False))  # ":fire:" in a file name stays text
 
 # Documents that describe settings (which may hold a base_url with credentials), not the corpus's own
 # text: their JSON is redacted. Query and inspect documents quote files byte for byte and are not.

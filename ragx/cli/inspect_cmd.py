@@ -23,7 +23,7 @@ def _checked_arg(what: str, arg: str | None) -> str | None:
     """One clear line for a missing or impossible argument, before the index is opened."""
     if what in NEEDS and (arg is None or not arg.strip()):
         raise UsageError(f"`ragx inspect {what}` needs {NEEDS[what]}, e.g. `ragx inspect {what} {'notes/a.md' if what == 'file' else '12'}`")
-    if what in NUMBERED:
+    if what in NUMBERED and arg is not None:  # never None here: every NUMBERED target is in NEEDS
         digits = arg.strip()
         if not digits.lstrip("-").isdigit():
             raise UsageError(f"`ragx inspect {what}` needs {NEEDS[what]} (a whole number), got {arg!r}")

@@ -29,7 +29,11 @@ def most_admitted(p: Params) -> int:
 def bound(cfg: EvalConfig) -> int | None:
     if cfg.budget is None:
         return None
-    return int(cfg.budget) if isinstance(cfg.budget, int) else most_admitted(cfg.source)
+    if isinstance(cfg.budget, int):
+        return int(cfg.budget)
+    if cfg.source is None:
+        raise ValueError(f"config {cfg.name!r}: budget={cfg.budget!r} needs the source preset's Params")
+    return most_admitted(cfg.source)
 
 
 def pass_caps(configs: list[EvalConfig]) -> PassCaps:
@@ -40,8 +44,9 @@ def pass_caps(configs: list[EvalConfig]) -> PassCaps:
         if most is not None and p.hops == 0:  # budgeted legs may need up to `most` seeds each
             p = p.replace(dense_n=most if p.dense_n > 0 else 0, lexical_n=most if p.lexical_n > 0 else 0)
         needs.append(p)
-        if source_params(cfg) is not None:
-            needs.append(cfg.source)
+        source = source_params(cfg)
+        if source is not None:
+            needs.append(source)
     return PassCaps(
         dense_n=max(p.dense_n for p in needs),
         lexical_n=max(p.lexical_n for p in needs),

@@ -81,7 +81,7 @@ def parse_config(spec: str, defaults: Params) -> EvalConfig:
     preset, overrides = parts[0] if parts else "", parts[1:]
     name = name.strip() if eq else preset
     if preset == REFERENCE_BM25:
-        fields = {"k1": float, "b": float}
+        fields: dict[str, type] = {"k1": float, "b": float}
         return EvalConfig(name, preset, defaults, expand=False, bm25=ReferenceBM25(**_numbers(spec, overrides, fields, list(fields))))
     if preset not in PRESETS:
         raise UsageError(f"--config {spec!r}: unknown preset {preset!r} (presets: {', '.join([*PRESETS, REFERENCE_BM25])})")

@@ -38,7 +38,7 @@ class ReferenceIndex:
         model = bm25s.BM25(method="lucene", k1=cfg.k1, b=cfg.b)
         model.index(self._corpus, show_progress=False)
         vocab = self._corpus.vocab
-        out = []
+        out: list[tuple[dict[str, float], int]] = []
         for tokens in bm25s.tokenize(queries, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False):
             known = [t for t in tokens if t in vocab]
             if not known:

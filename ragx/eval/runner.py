@@ -164,6 +164,8 @@ def _run_reference_bm25(searcher: Searcher, queries: list[LabelledQuery], config
     t0 = time.perf_counter()
     index = ReferenceIndex(searcher.layout.root, sorted(paths.values()))
     for cfg in refs:
+        if cfg.bm25 is None:
+            raise ValueError(f"config {cfg.name!r} is not the reference BM25")
         ranked = index.rank([q.text for q in queries], cfg.bm25, DEPTH)
         for q, (run, matched) in zip(queries, ranked):
             runs.files[cfg.name][q.id] = run

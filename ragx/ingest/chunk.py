@@ -319,7 +319,7 @@ def _markdown_units(doc: _Doc, budget: int) -> list[Span]:
 
 def _python_block_starts(text: str) -> list[int]:
     """Start of each top-level def/class, moved up over its decorators and leading comments."""
-    starts = []
+    starts: list[int] = []
     for m in _PY_DEF.finditer(text):
         cut = pos = m.start()
         pending = False  # inside indented/closing lines of a multi-line decorator call
@@ -377,6 +377,41 @@ def _bisect(doc: _Doc, a: int, b: int) -> list[Span]:
 # entry point
 
 
+def _enforce_cap(
+    doc: _Doc, text: str, counter: TokenCounter, spans: list[Span], levels: Sequence[Level], max_tokens: int
+) -> tuple[list[Span], list[int]]:
+    """The spans and their real token counts, after splitting again whatever the estimate got wrong."""
+    # verify with the real tokenizer; split again whatever the estimate got wrong
+    counts = [int(c) for c in counter.count([text[a:b] for a, b in spans])]
+    stuck: set[Span] = set()  # single characters over the cap (impossible with a sane tokenizer)
+    while any(c > max_tokens and span not in stuck for span, c in zip(spans, counts, strict=True)):
+        new_spans: list[Span] = []
+        new_counts: list[int] = []
+        for (a, b), c in zip(spans, counts, strict=True):
+            if c <= max_tokens or (a, b) in stuck:
+                new_spans.append((a, b))
+                new_counts.append(c)
+                continue
+            estimate = doc.est(a, b)
+            budget = max(1, min(estimate - 1, estimate * max_tokens // c - 1))
+            parts = doc.split(a, b, levels, budget) if estimate > budget else [(a, b)]
+            if len(parts) <= 1:
+                parts = _bisect(doc, a, b)
+            if len(parts) <= 1:
+                stuck.add((a, b))
+                new_spans.append((a, b))
+                new_counts.append(c)
+                continue
+            new_spans.extend(parts)
+            new_counts.extend([-1] * len(parts))
+        todo = [k for k, c in enumerate(new_counts) if c < 0]
+        fresh = counter.count([text[new_spans[k][0] : new_spans[k][1]] for k in todo])
+        for k, c in zip(todo, fresh, strict=True):
+            new_counts[k] = int(c)
+        spans, counts = new_spans, new_counts
+    return spans, counts
+
+
 def chunk_text(
     path: str,
     data: bytes,
@@ -409,35 +444,7 @@ def chunk_text(
         spans = doc.split(span[0], span[1], _PROSE_LEVELS, max_tokens)
         levels = _PROSE_LEVELS
 
-    # verify with the real tokenizer; split again whatever the estimate got wrong
-    counts = [int(c) for c in counter.count([text[a:b] for a, b in spans])]
-    stuck: set[Span] = set()  # single characters over the cap (impossible with a sane tokenizer)
-    while any(c > max_tokens and span not in stuck for span, c in zip(spans, counts, strict=True)):
-        new_spans: list[Span] = []
-        new_counts: list[int] = []
-        for (a, b), c in zip(spans, counts, strict=True):
-            if c <= max_tokens or (a, b) in stuck:
-                new_spans.append((a, b))
-                new_counts.append(c)
-                continue
-            estimate = doc.est(a, b)
-            budget = max(1, min(estimate - 1, estimate * max_tokens // c - 1))
-            parts = doc.split(a, b, levels, budget) if estimate > budget else [(a, b)]
-            if len(parts) <= 1:
-                parts = _bisect(doc, a, b)
-            if len(parts) <= 1:
-                stuck.add((a, b))
-                new_spans.append((a, b))
-                new_counts.append(c)
-                continue
-            new_spans.extend(parts)
-            new_counts.extend([-1] * len(parts))
-        todo = [k for k, c in enumerate(new_counts) if c < 0]
-        fresh = counter.count([text[new_spans[k][0] : new_spans[k][1]] for k in todo])
-        for k, c in zip(todo, fresh, strict=True):
-            new_counts[k] = int(c)
-        spans, counts = new_spans, new_counts
-
+    spans, counts = _enforce_cap(doc, text, counter, spans, levels, max_tokens)
     bstart, bend, lstart, lend = doc.locate(spans)
     return [
         Chunk(

@@ -233,56 +233,63 @@ class _Walker:
                 continue
 
             if is_dir:
-                if name in ALWAYS_SKIPPED_DIRS:
-                    continue
-                rel_dir = rel + "/"
-                if levels and _ignored(rel_dir, levels):
-                    continue
-                if self.exclude is not None and self.exclude.match_file(rel_dir):
-                    continue
-                if is_link:
-                    real = self.link_target(entry.path, rel)
-                    if real is None:
-                        continue
-                else:
-                    real = os.path.join(dir_real, name)
-                if real in ancestors:
-                    self.problem(rel, "symlink cycle")
-                    continue
-                stack.append((entry.path, real, rel_dir, levels, ancestors | {real}))
-                continue
-
-            # a file (or a broken link, a fifo, a socket, a device)
-            if not self.candidate_file(rel, name, levels):
-                continue
-            if is_link:
-                if self.link_target(entry.path, rel) is None:
-                    continue
-                if st is None:
-                    self.problem(rel, "broken symlink")
-                    continue
+                self.visit_dir(entry, dir_real, name, rel, levels, ancestors, stack, is_link)
             else:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError as exc:
-                    self.problem(rel, _reason(exc))
-                    continue
-            if not stat_mod.S_ISREG(st.st_mode):
-                self.skip(rel, "not a regular file")
-                continue
-            if st.st_size > settings.max_file_bytes:
-                self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
-                continue
+                self.visit_file(entry, name, rel, levels, is_link, st)
+
+    def visit_dir(self, entry, dir_real, name, rel, levels, ancestors, stack, is_link) -> None:
+        """Queue a subdirectory (or a followed link to one) unless it is skipped, ignored or a cycle."""
+        if name in ALWAYS_SKIPPED_DIRS:
+            return
+        rel_dir = rel + "/"
+        if levels and _ignored(rel_dir, levels):
+            return
+        if self.exclude is not None and self.exclude.match_file(rel_dir):
+            return
+        if is_link:
+            real = self.link_target(entry.path, rel)
+            if real is None:
+                return
+        else:
+            real = os.path.join(dir_real, name)
+        if real in ancestors:
+            self.problem(rel, "symlink cycle")
+            return
+        stack.append((entry.path, real, rel_dir, levels, ancestors | {real}))
+
+    def visit_file(self, entry, name, rel, levels, is_link, st) -> None:
+        """Record a candidate file (or a broken link, a fifo, a socket, a device), or say why not."""
+        settings = self.settings
+        if not self.candidate_file(rel, name, levels):
+            return
+        if is_link:
+            if self.link_target(entry.path, rel) is None:
+                return
+            if st is None:
+                self.problem(rel, "broken symlink")
+                return
+        else:
             try:
-                with open(entry.path, "rb") as fh:
-                    head = fh.read(BINARY_SNIFF_BYTES)
+                st = entry.stat(follow_symlinks=False)
             except OSError as exc:
                 self.problem(rel, _reason(exc))
-                continue
-            if b"\0" in head and not rel.lower().endswith(".pdf"):  # PDFs: text comes from ragx/ingest/pdf.py
-                self.skip(rel, "binary")
-                continue
-            self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+                return
+        if not stat_mod.S_ISREG(st.st_mode):
+            self.skip(rel, "not a regular file")
+            return
+        if st.st_size > settings.max_file_bytes:
+            self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
+            return
+        try:
+            with open(entry.path, "rb") as fh:
+                head = fh.read(BINARY_SNIFF_BYTES)
+        except OSError as exc:
+            self.problem(rel, _reason(exc))
+            return
+        if b"\0" in head and not rel.lower().endswith(".pdf"):  # PDFs: text comes from ragx/ingest/pdf.py
+            self.skip(rel, "binary")
+            return
+        self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
 
     def link_target(self, path: str, rel: str) -> str | None:
         """The real path a symlink points to, or None (reported) when it leaves the root."""

@@ -172,7 +172,9 @@ async def _run_sdk(server: Any, wire: _Wire, replay: list[str], drop_id: Any) ->
     text_out = anyio.wrap_file(io.TextIOWrapper(wire.writer, encoding="utf-8", write_through=True))
     stdout = text_out if drop_id is None else _DropAnswer(text_out, drop_id)
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
-    async with stdio_server(stdin=_Replay(replay, text_in), stdout=stdout) as (read, write):
+    # The SDK annotates its streams as anyio AsyncFile but only iterates stdin and calls
+    # write/flush on stdout, which _Replay and _DropAnswer provide.
+    async with stdio_server(stdin=_Replay(replay, text_in), stdout=stdout) as (read, write):  # type: ignore[arg-type]
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 

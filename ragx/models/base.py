@@ -50,12 +50,23 @@ class TokenCounter(Protocol):
 class Embedder(Protocol):
     """A text-embedding engine. See the module docstring for the contract."""
 
-    #: Identity stored in the index manifest, e.g. ``"embedded:all-MiniLM-L6-v2@1a2b3c4d"``.
-    name: str
-    #: Vector dimension.
-    dim: int
-    #: Maximum sequence length the model accepts, *including* special tokens.
-    max_tokens: int
+    # Read-only to callers: an engine may back them with a plain attribute or a property
+    # (e.g. a dimension learnt from the first response).
+
+    @property
+    def name(self) -> str:
+        """Identity stored in the index manifest, e.g. ``"embedded:all-MiniLM-L6-v2@1a2b3c4d"``."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Maximum sequence length the model accepts, *including* special tokens."""
+        ...
 
     def embed_documents(
         self,

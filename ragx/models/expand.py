@@ -210,7 +210,7 @@ def _content(doc: dict[str, Any]) -> str:
 
 
 def expansion_legs(
-    expander_factory: Callable[[], Any], embedder: Any, query: str, warn: Callable[[str, str], None]
+    expander_factory: Callable[[], Any], embedder: Any, query: str, warn: Callable[[str, str], object]
 ) -> tuple[list[str], np.ndarray | None, dict[str, Any]]:
     """Texts and vectors of the extra dense legs for `query`, and the note for the query document.
 

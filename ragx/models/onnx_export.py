@@ -448,7 +448,7 @@ def export_onnx(model_dir: str | os.PathLike[str], out_path: str | os.PathLike[s
                 super().__init__()
                 self.encoder = encoder
 
-            def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            def forward(self, input_ids, attention_mask, token_type_ids):
                 out = self.encoder(
                     input_ids=input_ids,
                     attention_mask=attention_mask,

@@ -8,6 +8,7 @@ induced on those nodes, with neighbour positions local to `nodes`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -56,7 +57,8 @@ class Candidates:
     nbr: np.ndarray                # int64 local positions
     weight: np.ndarray             # float64 edge weights, as stored
     caps: PassCaps
-    rerank: np.ndarray = field(default=None)  # float64 per node, NaN where not scored
+    # float64 per node, NaN where not scored; None (the default) becomes all-NaN in __post_init__
+    rerank: np.ndarray = field(default=cast(np.ndarray, None))
     rerank_model: str | None = None
     notes: dict = field(default_factory=dict)  # what the pass skipped and why (e.g. rerank unavailable)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .candidates import Candidates
@@ -9,10 +11,10 @@ from .params import Params
 from .traverse import Trace, path_of
 
 
-def leg_ranks(c: Candidates, p: Params, node: int) -> dict[str, int | None]:
+def leg_ranks(c: Candidates, p: Params, node: int) -> dict[str, int | list[int | None] | None]:
     """1-based rank of a seed in the query's own dense leg and in the BM25 leg (None: not there)."""
     chunk = c.nodes[node]
-    out: dict[str, int | None] = {"dense_rank": None, "lexical_rank": None}
+    out: dict[str, int | list[int | None] | None] = {"dense_rank": None, "lexical_rank": None}
     dense = c.dense_ids[0][: p.dense_n] if c.dense_ids else np.empty(0, np.int64)
     hit = np.flatnonzero(dense == chunk)
     if len(hit):
@@ -32,7 +34,7 @@ def leg_ranks(c: Candidates, p: Params, node: int) -> dict[str, int | None]:
 def explain_path(c: Candidates, p: Params, trace: Trace, node: int) -> list[dict]:
     steps = path_of(trace, node)
     seed = steps[0]
-    out = [{"chunk_id": int(c.nodes[seed]), "hop": 0, "role": "seed", **leg_ranks(c, p, seed)}]
+    out: list[dict[str, Any]] = [{"chunk_id": int(c.nodes[seed]), "hop": 0, "role": "seed", **leg_ranks(c, p, seed)}]
     for prev, cur in zip(steps, steps[1:]):
         out.append(
             {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from .candidates import Candidates
@@ -9,7 +11,17 @@ from .params import Params
 from .score import Ranking
 
 
-def rank_files(c: Candidates, r: Ranking, p: Params) -> tuple[np.ndarray, np.ndarray]:
+class Ranked(Protocol):
+    """What ranking files needs from a :class:`Ranking`: the node order and the per-node scores."""
+
+    @property
+    def order(self) -> np.ndarray: ...
+
+    @property
+    def score(self) -> np.ndarray: ...
+
+
+def rank_files(c: Candidates, r: Ranked, p: Params) -> tuple[np.ndarray, np.ndarray]:
     """Files by the sum of their best `file_chunks` chunk scores: (file ids, scores), best first.
 
     Ties go to the file whose best chunk ranks higher.

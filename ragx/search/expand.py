@@ -23,6 +23,8 @@ def query_vectors(
 
     texts, vecs, note = expansion_legs(expander_factory, embedder, query, warn_once)
     if texts:
+        if vecs is None:
+            raise RuntimeError("expansion returned variant texts without their vectors")
         variants += texts
         qvecs = np.vstack([qvecs, vecs])
     return variants, qvecs, note
