@@ -31,7 +31,7 @@ def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, vectorize
 
     keys = text_keys(texts)
     cached = _load(cache) if cache is not None else None
-    if cached is not None:
+    if cached is not None and cache is not None:
         c_ids, c_keys, c_fitted, c_counts, terms = cached
         pos = np.minimum(np.searchsorted(c_ids, ids), max(len(c_ids) - 1, 0))
         hit = (c_ids[pos] == ids) & (c_keys[pos] == keys) if len(c_ids) else np.zeros(len(ids), bool)

@@ -179,11 +179,12 @@ def reuse(chunk_ids: np.ndarray, community: np.ndarray, old: Membership | None) 
     picked = [match.get(n) for n in numbers]
     if any(m is None or m[1] < KEEP_JACCARD or m[0] not in old.labels for m in picked):
         return None
-    if len({m[0] for m in picked}) != len(picked):
+    matched = [m for m in picked if m is not None]  # all of them, after the check above
+    if len({m[0] for m in matched}) != len(matched):
         return None
     sizes = dict(zip(*np.unique(community[community >= 0], return_counts=True)))
     out = {}
-    for n, (o, _) in zip(numbers, picked):
+    for n, (o, _) in zip(numbers, matched):
         prev = old.labels[o]
         out[n] = (o, CommunityLabel(n, prev.label, prev.keywords, prev.weights, int(sizes[n])))
     return out

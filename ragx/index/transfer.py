@@ -126,6 +126,8 @@ def peek_fingerprint(source: Path) -> dict[str, Any]:
     try:
         with tarfile.open(source, "r:*") as tar:
             member = tar.extractfile(FINGERPRINT)
+            if member is None:  # a fingerprint entry that is not a regular file
+                raise KeyError(FINGERPRINT)
             fingerprint = json.loads(member.read().decode("utf-8"))
     except (KeyError, AttributeError, ValueError):
         raise CorruptIndexError(f"{source} is not a ragx export (no readable {FINGERPRINT})") from None
