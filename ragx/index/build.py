@@ -17,17 +17,22 @@ import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError, ManifestMismatchError
-from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
+from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
+from ..ingest.filetypes import MARKDOWN
+from ..ingest.links import extract as extract_links
 from ..ingest.discover import FoundFile, Problem, hash_bytes, read_text
 from .communities import leiden
 from .diff import CorpusDiff, diff_corpus
 from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
 from .layout import Layout
 from .snapshot import HNSW, Snapshot
-from .store import SCHEMA_VERSION, Store
+from .store import INDEXED_TEXT_SQL, SCHEMA_VERSION, Store
 from .vectors import VectorIndex
 
 REBUILD_DELETED_SHARE = 0.25  # rebuild the HNSW file once a quarter of what it holds is deleted
+# [ranking] Version of the chunking rules. An index made under other rules is re-chunked in full once
+# (vectors of unchanged chunk texts are reused, so that costs no embedding); 2 = frontmatter headers.
+CHUNKER_VERSION = 2
 
 
 class Reporter(Protocol):
@@ -95,6 +100,7 @@ def check_identity(stored: dict, wanted: dict) -> None:
 class _Prepared:
     files: list[tuple[FoundFile, str]]            # (file, content hash) to store
     chunks: list[tuple[int, Chunk]]               # (index into files, chunk)
+    links: list[tuple[int, str, str]] = field(default_factory=list)  # (index into files, kind, target)
 
 
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter) -> _Prepared:
@@ -111,6 +117,8 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
         prepared.files.append((f, hash_bytes(data)))
         prepared.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
+        if detect_kind(f.path, text) == MARKDOWN:  # [ranking] the links the author wrote
+            prepared.links.extend((fi, kind, target) for kind, target in extract_links(f.path, text))
     return prepared
 
 
@@ -137,6 +145,7 @@ def _run(
 ) -> None:
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
+    full = full or _needs_rechunk(manifest)
     if not full:
         check_identity(manifest, identity)
     generation = int(manifest.get("generation", 0))
@@ -179,7 +188,7 @@ def _run(
     prepared = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
 
     # ---- embed (only texts the index has no vector for yet) ----
-    texts = [c.text for _, c in prepared.chunks]
+    texts = [c.embed_text for _, c in prepared.chunks]  # [ranking] header + text
     reusable = _reusable_vectors(layout, store, manifest, embedder, have_arrays)
     new_vecs, fresh = _vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
     report.embedded_chunks = int(fresh.sum())
@@ -251,14 +260,15 @@ def _run(
     with store.transaction() as db:
         if full:
             db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
-            for table in ("chunks", "files", "knn", "communities"):
+            for table in ("chunks", "files", "knn", "communities", "chunk_headers", "links"):
                 db.execute(f"DELETE FROM {table}")
         else:
             _fill_temp(db, "gone_files", gone_file_ids)
             db.execute(
-                "INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks "
-                "WHERE file_id IN (SELECT id FROM temp.gone_files)"
+                f"INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', c.id, {INDEXED_TEXT_SQL} FROM chunks c "
+                "WHERE c.file_id IN (SELECT id FROM temp.gone_files)"
             )
+            _delete_file_extras(db)
             db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
             db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
             _fill_temp(db, "redo", np.union1d(recompute, removed).tolist())
@@ -281,8 +291,12 @@ def _run(
                 for cid, (fi, c) in zip(new_ids.tolist(), prepared.chunks)
             ],
         )
+        _insert_file_extras(db, prepared, new_ids, next_file)
         if len(new_ids):
-            db.execute("INSERT INTO chunks_fts(rowid, text) SELECT id, text FROM chunks WHERE id >= ?", (int(new_ids[0]),))
+            db.execute(
+                f"INSERT INTO chunks_fts(rowid, text) SELECT c.id, {INDEXED_TEXT_SQL} FROM chunks c WHERE c.id >= ?",
+                (int(new_ids[0]),),
+            )
         db.executemany(
             "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
             zip(rs.tolist(), rd.tolist(), rw.tolist()),
@@ -295,6 +309,7 @@ def _run(
             | {
                 "generation": new_gen,
                 "next_chunk_id": int(next_chunk + len(new_ids)),
+                "chunker": CHUNKER_VERSION,
                 "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "ragx_version": _version(),
             },
@@ -325,7 +340,7 @@ def _reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, ha
         snap = Snapshot.load(layout.gen(int(manifest["generation"])))
     except CorruptIndexError:
         return None  # damaged arrays: a --full run re-embeds everything instead
-    rows = store.db.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+    rows = store.db.execute(f"SELECT c.id, {INDEXED_TEXT_SQL} FROM chunks c ORDER BY c.id").fetchall()
     if not rows:
         return None
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -359,6 +374,29 @@ def _vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter
         fresh[todo] = True
     report.embed_seconds = time.perf_counter() - t0
     return vecs, fresh
+
+
+def _needs_rechunk(manifest: dict) -> bool:
+    """[ranking] An index made under older chunking rules is re-chunked in full (vectors are reused)."""
+    return int(manifest.get("generation", 0)) > 0 and manifest.get("chunker", 1) != CHUNKER_VERSION
+
+
+def _delete_file_extras(db) -> None:
+    """[ranking] Headers and links of the files in temp.gone_files (before their chunks go)."""
+    db.execute("DELETE FROM chunk_headers WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files))")
+    db.execute("DELETE FROM links WHERE file_id IN (SELECT id FROM temp.gone_files)")
+
+
+def _insert_file_extras(db, prepared: _Prepared, new_ids: np.ndarray, next_file: int) -> None:
+    """[ranking] The new chunks' frontmatter headers and the new files' links."""
+    db.executemany(
+        "INSERT INTO chunk_headers(chunk_id, header) VALUES (?, ?)",
+        [(int(cid), c.header) for cid, (_, c) in zip(new_ids.tolist(), prepared.chunks) if c.header],
+    )
+    db.executemany(
+        "INSERT INTO links(file_id, kind, target) VALUES (?, ?, ?)",
+        [(next_file + fi, kind, target) for fi, kind, target in prepared.links],
+    )
 
 
 def _fill_temp(db, name: str, ids) -> None:

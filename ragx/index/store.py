@@ -63,7 +63,25 @@ CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- [ranking] What a note's frontmatter says about it (title, desc, aliases, tags as a sentence),
+-- embedded and BM25-indexed in front of its first chunk's text; never part of the chunk's slice.
+CREATE TABLE IF NOT EXISTS chunk_headers(
+    chunk_id INTEGER PRIMARY KEY,
+    header TEXT NOT NULL
+);
+-- [ranking] Links the author wrote (ragx/ingest/links.py): targets as written, resolved at query time.
+CREATE TABLE IF NOT EXISTS links(
+    file_id INTEGER NOT NULL,        -- the file the link is written in
+    kind TEXT NOT NULL,              -- link | wikilink | embed | tag | alias
+    target TEXT NOT NULL             -- a path from the root (link kinds), else the tag or alias
+);
+CREATE INDEX IF NOT EXISTS links_by_file ON links(file_id);
+CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 """
+
+# [ranking] The text BM25 indexes and the embedder embeds for chunk `c`: its header (if any), a blank
+# line, its text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
+INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 

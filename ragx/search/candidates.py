@@ -39,6 +39,9 @@ class Candidates:
     rerank: np.ndarray = field(default=None)  # float64 per node, NaN where not scored
     rerank_model: str | None = None
     notes: dict = field(default_factory=dict)  # what the pass skipped and why (e.g. rerank unavailable)
+    # [ranking] the second edge type: (m, 2) file ids of linked files among the candidates' files
+    # (ragx/search/link_edges.py); None when the pass did not read the link table
+    link_pairs: np.ndarray | None = None
 
     def __post_init__(self):
         if self.rerank is None:

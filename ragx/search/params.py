@@ -23,6 +23,9 @@ class Params:
     delta: float             # weight of BM25
     shortlist: int           # candidates the reranker scores, chosen by the pre-score
     file_chunks: int         # a file scores the sum of its best this-many chunk scores
+    link_weight: float       # [ranking] share of the best linked file's score a candidate gains (0 = off)
+    min_dense_evidence: float    # [ranking] "no match" unless the best chunk's cosine reaches this ...
+    min_lexical_evidence: float  # [ranking] ... or BM25 evidence reaches this (ragx/search/evidence.py)
 
     def replace(self, **changes) -> "Params":
         return dataclasses.replace(self, **changes)

@@ -17,7 +17,10 @@ from ..index.layout import Layout
 from ..index.snapshot import Snapshot
 from ..index.store import Store, chunk_location
 from .candidates import Candidates, PassCaps
+from .evidence import judge
 from .explain import explain_path
+from .filters import Filters, allowed_files, allowed_rows
+from .link_edges import file_link_pairs
 from .params import Params
 from .retrieve import retrieval_pass
 from .score import Ranking, rank_files, score, shortlist
@@ -31,6 +34,7 @@ class QueryOptions:
     explain: bool = False
     expand: bool = True
     text_chars: int = TEXT_CHARS
+    filters: Filters = Filters()  # [ranking] --tag / --path
 
 
 class Searcher:
@@ -76,11 +80,11 @@ class Searcher:
                 f"index was built with embedder {built_with}, config now says {self.embedder.name}: run `ragx index --full`"
             )
 
-    def candidates(self, query: str, params: Params, *, expand: bool = True) -> Candidates:
+    def candidates(self, query: str, params: Params, *, expand: bool = True, filters: Filters = Filters()) -> Candidates:
         caps = PassCaps(params.dense_n, params.lexical_n, params.hops, params.query_floor)
-        return self.pass_with_caps(query, caps, expand=expand)
+        return self.pass_with_caps(query, caps, expand=expand, filters=filters)
 
-    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True) -> Candidates:
+    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True, filters: Filters = Filters()) -> Candidates:
         """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs)."""
         if not query.strip():
             raise UsageError("empty query")
@@ -100,7 +104,9 @@ class Searcher:
                     qvecs = np.vstack([qvecs, vecs])
             else:
                 note = {"used": False, "skipped": "turned off for this query (--no-expand)"}
-        c = retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps)
+        allowed = allowed_rows(self.snapshot.file_ids, allowed_files(self.store.db, filters)) if filters.active else None
+        c = retrieval_pass(query, qvecs, variants, self.snapshot, self.store.db, caps, allowed)
+        c.link_pairs = file_link_pairs(self.store.db, c.file_ids)  # [ranking] explicit-link edges
         if note is not None:
             c.notes["expand"] = note
         return c
@@ -130,10 +136,16 @@ class Searcher:
         c.rerank_model = getattr(reranker, "name", None)
 
     def search(self, query: str, params: Params, options: QueryOptions) -> dict[str, Any]:
-        c = self.candidates(query, params, expand=options.expand)
+        c = self.candidates(query, params, expand=options.expand, filters=options.filters)
+        verdict = judge(c, params)  # [ranking] an absolute test: is anything here relevant at all?
+        if not verdict.match:
+            c = _emptied(c)
         self.rerank(c, params)
         ranking = score(c, params)
         doc = files_document(self, c, ranking, params, options) if options.files_only else chunks_document(self, c, ranking, params, options)
+        doc["evidence"] = verdict.describe()
+        if options.filters.active:
+            doc["filters"] = options.filters.describe()
         doc["query"] = query
         doc["params"] = dataclasses.asdict(params)
         doc["variants"] = c.variants
@@ -144,6 +156,16 @@ class Searcher:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _emptied(c: Candidates) -> Candidates:
+    """[ranking] The same pass with no candidates: what a query without evidence returns."""
+    none = np.empty(0, np.int64)
+    return dataclasses.replace(
+        c, dense_ids=[none for _ in c.dense_ids], lexical_ids=none, nodes=none, file_ids=none,
+        qsim=np.empty(0, np.float32), lexical=np.empty(0), indptr=np.zeros(1, np.int64), nbr=none,
+        weight=np.empty(0), rerank=np.empty(0), link_pairs=np.empty((0, 2), np.int64),
+    )
 
 
 def _breakdown(c: Candidates, r: Ranking, node: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .candidates import Candidates
 from .fuse import rrf
+from .link_edges import link_boost
 from .params import Params
 from .traverse import Trace, propagate
 
@@ -81,6 +82,7 @@ def score(c: Candidates, p: Params) -> Ranking:
         values = (p.alpha * rr + p.beta * heat + p.gamma * dense + p.delta * lexical) / total
     else:
         values = _pre(p, heat, dense, lexical)
+    values = link_boost(c.file_ids[cand], values, c.link_pairs, p.link_weight)  # [ranking] link edges
     out = np.full(len(c.nodes), np.nan)
     out[cand] = values
     return Ranking(_ranked(c, cand, values), out, fused, trace, reranked)
