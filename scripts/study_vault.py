@@ -57,14 +57,19 @@ def main() -> None:
     ap.add_argument("--metric", default="nDCG@10")
     ap.add_argument("--baseline", type=Path, help="a saved run (this script's --save) to compare with, config by config")
     ap.add_argument("--save", type=Path, help="write this run's eval document here")
+    ap.add_argument("--load", type=Path, help="compare a saved run instead of evaluating now (configs: names only)")
     args = ap.parse_args()
     if args.split == "test":
         print("note: test split -- report only, never tune on it", file=sys.stderr)
 
-    made = materialise(args.data_dir, cache_dir_for(args.data_dir), [args.split])
-    corpus = Corpus.open(made.corpus_dir)
-    corpus.index()
-    doc = corpus.evaluate(made.queries[args.split], args.config)
+    if args.load:
+        doc = json.loads(args.load.read_text())
+        doc["configs"] = [c for c in doc["configs"] if c["name"] in {s.split("=")[0] for s in args.config}]
+    else:
+        made = materialise(args.data_dir, cache_dir_for(args.data_dir), [args.split])
+        corpus = Corpus.open(made.corpus_dir)
+        corpus.index()
+        doc = corpus.evaluate(made.queries[args.split], args.config)
     if args.save:
         args.save.write_text(json.dumps(doc), encoding="utf-8")
     types = {str(q["_id"]): (q.get("metadata") or {}).get("type", "all") for q in read_jsonl(args.data_dir / "queries.jsonl")}

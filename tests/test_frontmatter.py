@@ -5,7 +5,7 @@ from __future__ import annotations
 from fakes import WordCounter
 
 from ragx.ingest import frontmatter
-from ragx.ingest.chunk import chunk_text
+from ragx.ingest.chunk import ChunkSettings, chunk_text
 
 NOTE = """---
 id: ChcCM1Q2qrDTy7YnLUHiL
@@ -20,12 +20,15 @@ updated: 1653409628830
 # Lookup
 
 Lookup finds notes by name. Type part of a hierarchy and press enter.
-"""
+
+## Options
+
+""" + "Each option changes how the lookup bar filters and creates notes. " * 12 + "\n"
 
 
 def _chunks(text: str, path: str = "dendron.topic.lookup.md", max_tokens: int = 62):
     data = text.encode("utf-8")
-    return data, chunk_text(path, data, text, WordCounter(max_tokens))
+    return data, chunk_text(path, data, text, WordCounter(max_tokens), ChunkSettings(max_tokens, 40, 10))
 
 
 def test_fields_are_parsed_and_make_a_header():
@@ -50,7 +53,7 @@ def test_chunks_skip_the_block_stay_exact_and_carry_the_header():
     assert chunks[0].text.startswith("# Lookup") and chunks[0].line_start == 11
     assert chunks[0].header.startswith("Lookup. Find or create")
     assert chunks[0].embed_text == chunks[0].header + "\n\n" + chunks[0].text
-    assert all(c.header == "" and c.embed_text == c.text for c in chunks[1:])
+    assert len(chunks) > 1 and all(c.header == chunks[0].header for c in chunks)
 
 
 def test_a_note_that_is_all_frontmatter_shows_its_description():

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS manifest(
     value TEXT NOT NULL
 );
 -- [ranking] What a note's frontmatter says about it (title, desc, aliases, tags as a sentence),
--- embedded and BM25-indexed in front of its first chunk's text; never part of the chunk's slice.
+-- embedded and BM25-indexed in front of each of its chunks' text; never part of the chunk's slice.
 CREATE TABLE IF NOT EXISTS chunk_headers(
     chunk_id INTEGER PRIMARY KEY,
     header TEXT NOT NULL

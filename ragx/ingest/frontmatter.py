@@ -3,7 +3,7 @@
 A note's frontmatter (a `---` line, YAML, a closing `---` or `...` line, at the very start of the
 file) is metadata, not prose: it is never embedded or shown as a chunk. Its descriptive fields
 (`title`, `desc`/`description`, `aliases`, `tags`) become a short natural-language header that is
-embedded and indexed in front of the note's first chunk (see `header`), and `tags`/`aliases` also
+embedded and indexed in front of each of the note's chunks (see `header`), and `tags`/`aliases` also
 go to the link table (ragx/ingest/links.py) for `--tag` filters and link edges.
 """
 
@@ -29,7 +29,7 @@ class Frontmatter:
     def header(self) -> str:
         """What the note says about itself, as a sentence or two: "Title. Description. Also: ...".
 
-        Embedded and indexed in front of the first chunk; empty when the frontmatter says nothing."""
+        Embedded and indexed in front of each chunk; empty when the frontmatter says nothing."""
         parts = [s.strip().rstrip(".") for s in (self.title, self.desc) if s and s.strip()]
         if self.aliases:
             parts.append("Also called " + ", ".join(self.aliases))
