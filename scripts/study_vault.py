@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="a saved run (this script's --save) to compare with, config by config")
     ap.add_argument("--save", type=Path, help="write this run's eval document here")
     ap.add_argument("--load", type=Path, help="compare a saved run instead of evaluating now (configs: names only)")
+    ap.add_argument("--pair", action="append", default=[], help="THIS:REF -- with --baseline: compare config THIS "
+                    "of this run with config REF of the baseline (default: same names)")
     args = ap.parse_args()
     if args.split == "test":
         print("note: test split -- report only, never tune on it", file=sys.stderr)
@@ -76,8 +78,9 @@ def main() -> None:
     names = [c["name"] for c in doc["configs"]]
     ref_doc = json.loads(args.baseline.read_text()) if args.baseline else doc
     rows = []
+    pairs = dict(p.split(":", 1) for p in args.pair)
     for name in (names if args.baseline else names[1:]):
-        ref_name = name if args.baseline else names[0]
+        ref_name = pairs.get(name, name) if args.baseline else names[0]
         a_map, b_map = per_query(ref_doc, ref_name, args.metric), per_query(doc, name, args.metric)
         groups: dict[str, list[str]] = defaultdict(list)
         for q in sorted(set(a_map) & set(b_map)):

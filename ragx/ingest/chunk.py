@@ -400,6 +400,20 @@ def _frontmatter_spans(doc: _Doc, fm: frontmatter.Frontmatter, budget: int) -> l
     return []
 
 
+def _first_spans(doc: _Doc, kind: str, path: str, fm, max_tokens: int) -> tuple[list[Span], Sequence[Level]]:
+    """The structural cut of a file by kind (before the real token counts are checked), and the
+    levels of separators that split a span further."""
+    if fm is not None:
+        return _frontmatter_spans(doc, fm, max_tokens), _PROSE_LEVELS
+    if kind == MARKDOWN:
+        return doc.pack(_markdown_units(doc, max_tokens), max_tokens), _PROSE_LEVELS
+    if kind == CODE:
+        return doc.pack(_code_units(doc, path, max_tokens), max_tokens), _CODE_LEVELS
+    span = doc.trim(0, doc.n)
+    assert span is not None
+    return doc.split(span[0], span[1], _PROSE_LEVELS, max_tokens), _PROSE_LEVELS
+
+
 # --------------------------------------------------------------------------------------------
 # entry point
 
@@ -425,21 +439,7 @@ def chunk_text(
     doc = _Doc(text, data, counter.token_offsets(text), settings)
 
     fm = frontmatter.parse(text) if kind == MARKDOWN else None
-    if fm is not None:
-        spans = _frontmatter_spans(doc, fm, max_tokens)
-        levels: Sequence[Level] = _PROSE_LEVELS
-    elif kind == MARKDOWN:
-        spans = doc.pack(_markdown_units(doc, max_tokens), max_tokens)
-        levels = _PROSE_LEVELS
-    elif kind == CODE:
-        spans = doc.pack(_code_units(doc, path, max_tokens), max_tokens)
-        levels = _CODE_LEVELS
-    else:
-        span = doc.trim(0, doc.n)
-        assert span is not None
-        spans = doc.split(span[0], span[1], _PROSE_LEVELS, max_tokens)
-        levels = _PROSE_LEVELS
-
+    spans, levels = _first_spans(doc, kind, path, fm, max_tokens)
     if not spans:
         return []
     # verify with the real tokenizer; split again whatever the estimate got wrong
