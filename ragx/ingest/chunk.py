@@ -400,6 +400,42 @@ def _frontmatter_spans(doc: _Doc, fm: frontmatter.Frontmatter, budget: int) -> l
     return []
 
 
+def _fit_real_counts(
+    doc: _Doc, spans: list[Span], levels: Sequence[Level], counter: TokenCounter, max_tokens: int
+) -> tuple[list[Span], list[int]]:
+    """Count the spans with the real tokenizer, in batches; split again whatever the estimate got
+    wrong, until every span fits (or is a single character over the cap)."""
+    text = doc.text
+    counts = [int(c) for c in counter.count([text[a:b] for a, b in spans])]
+    stuck: set[Span] = set()  # single characters over the cap (impossible with a sane tokenizer)
+    while any(c > max_tokens and span not in stuck for span, c in zip(spans, counts, strict=True)):
+        new_spans: list[Span] = []
+        new_counts: list[int] = []
+        for (a, b), c in zip(spans, counts, strict=True):
+            if c <= max_tokens or (a, b) in stuck:
+                new_spans.append((a, b))
+                new_counts.append(c)
+                continue
+            estimate = doc.est(a, b)
+            budget = max(1, min(estimate - 1, estimate * max_tokens // c - 1))
+            parts = doc.split(a, b, levels, budget) if estimate > budget else [(a, b)]
+            if len(parts) <= 1:
+                parts = _bisect(doc, a, b)
+            if len(parts) <= 1:
+                stuck.add((a, b))
+                new_spans.append((a, b))
+                new_counts.append(c)
+                continue
+            new_spans.extend(parts)
+            new_counts.extend([-1] * len(parts))
+        todo = [k for k, c in enumerate(new_counts) if c < 0]
+        fresh = counter.count([text[new_spans[k][0] : new_spans[k][1]] for k in todo])
+        for k, c in zip(todo, fresh, strict=True):
+            new_counts[k] = int(c)
+        spans, counts = new_spans, new_counts
+    return spans, counts
+
+
 def _first_spans(doc: _Doc, kind: str, path: str, fm, max_tokens: int) -> tuple[list[Span], Sequence[Level]]:
     """The structural cut of a file by kind (before the real token counts are checked), and the
     levels of separators that split a span further."""
@@ -442,35 +478,7 @@ def chunk_text(
     spans, levels = _first_spans(doc, kind, path, fm, max_tokens)
     if not spans:
         return []
-    # verify with the real tokenizer; split again whatever the estimate got wrong
-    counts = [int(c) for c in counter.count([text[a:b] for a, b in spans])]
-    stuck: set[Span] = set()  # single characters over the cap (impossible with a sane tokenizer)
-    while any(c > max_tokens and span not in stuck for span, c in zip(spans, counts, strict=True)):
-        new_spans: list[Span] = []
-        new_counts: list[int] = []
-        for (a, b), c in zip(spans, counts, strict=True):
-            if c <= max_tokens or (a, b) in stuck:
-                new_spans.append((a, b))
-                new_counts.append(c)
-                continue
-            estimate = doc.est(a, b)
-            budget = max(1, min(estimate - 1, estimate * max_tokens // c - 1))
-            parts = doc.split(a, b, levels, budget) if estimate > budget else [(a, b)]
-            if len(parts) <= 1:
-                parts = _bisect(doc, a, b)
-            if len(parts) <= 1:
-                stuck.add((a, b))
-                new_spans.append((a, b))
-                new_counts.append(c)
-                continue
-            new_spans.extend(parts)
-            new_counts.extend([-1] * len(parts))
-        todo = [k for k, c in enumerate(new_counts) if c < 0]
-        fresh = counter.count([text[new_spans[k][0] : new_spans[k][1]] for k in todo])
-        for k, c in zip(todo, fresh, strict=True):
-            new_counts[k] = int(c)
-        spans, counts = new_spans, new_counts
-
+    spans, counts = _fit_real_counts(doc, spans, levels, counter, max_tokens)
     bstart, bend, lstart, lend = doc.locate(spans)
     header = fm.header() if fm is not None else ""
     return [
