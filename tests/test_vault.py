@@ -33,6 +33,8 @@ def vault(tmp_path):
     (tmp_path / "garden.roses.md").write_text(_note("Roses", "pruning roses in winter", "Cut the canes above an outward bud.", "[garden, flowers]"), encoding="utf-8")
     (tmp_path / "garden.tulips.md").write_text(_note("Tulips", "zanzibar bulbs planting", "Plant bulbs in autumn, pointy end up.", "[garden]"), encoding="utf-8")
     (tmp_path / "daily" / "log.md").write_text(_note("Log", "what happened", "Watered the roses today. See [hub](../hub.md)."), encoding="utf-8")
+    # The hash embedder's cosines mean nothing: the evidence rule is tested on its own, below.
+    (tmp_path / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.0\nmin_lexical_evidence = 0.0\n", encoding="utf-8")
     run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
     return tmp_path
 
@@ -114,7 +116,7 @@ def test_no_evidence_means_empty_result_and_exit_1(vault, capsys):
 
 def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys):
     (vault / "theme.css").write_text("body { color: red }\n", encoding="utf-8")
-    code, _, err = call(capsys, "init", "--root", str(vault), "--yes")
+    code, _, err = call(capsys, "init", "--root", str(vault), "--yes", "--force")
     assert code in (0, None) and "mostly markdown" in err
     assert "*.md" in (vault / "ragx.toml").read_text(encoding="utf-8")
     code_dir = tmp_path_factory.mktemp("code")
