@@ -11,8 +11,9 @@ from ..search.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
 PRESETS: dict[str, Callable[[Params], Params]] = {
-    "dense": lambda p: p.replace(lexical_n=0, hops=0, alpha=0.0, beta=0.0, gamma=1.0, delta=0.0),
-    "bm25": lambda p: p.replace(dense_n=0, hops=0, alpha=0.0, beta=0.0, gamma=0.0, delta=1.0),
+    # single legs stay single: no link edges ([ranking] link_weight = 0)
+    "dense": lambda p: p.replace(lexical_n=0, hops=0, alpha=0.0, beta=0.0, gamma=1.0, delta=0.0, link_weight=0.0),
+    "bm25": lambda p: p.replace(dense_n=0, hops=0, alpha=0.0, beta=0.0, gamma=0.0, delta=1.0, link_weight=0.0),
     "hybrid": lambda p: p.switched(graph=False, rerank=False),
     "graph": lambda p: p.switched(rerank=False),
     "full": lambda p: p,
