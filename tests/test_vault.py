@@ -59,7 +59,7 @@ def test_tag_and_path_filters(vault, capsys):
     code, out, _ = call(capsys, "query", "roses", "--root", str(vault), "--json", "--path", "daily/*")
     assert code == 0 and {r["file"] for r in json.loads(out)["results"]} == {"daily/log.md"}
     code, out, _ = call(capsys, "query", "roses", "--root", str(vault), "--json", "--tag", "nosuchtag")
-    assert code == 1 and json.loads(out)["results"] == []
+    assert code == 1 and json.loads(out)["results"] == [] and "filters" in json.loads(out)["evidence"]["reason"]
 
 
 def test_links_are_stored_and_resolved_among_candidates(vault):

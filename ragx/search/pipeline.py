@@ -146,6 +146,8 @@ class Searcher:
         doc["evidence"] = verdict.describe()
         if options.filters.active:
             doc["filters"] = options.filters.describe()
+            if len(c.nodes) == 0 and verdict.dense == 0 and verdict.lexical == 0:
+                doc["evidence"]["reason"] = "no indexed file passes the filters (--tag / --path)"
         doc["query"] = query
         doc["params"] = dataclasses.asdict(params)
         doc["variants"] = c.variants
