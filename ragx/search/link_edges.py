@@ -1,7 +1,7 @@
 """Explicit links as a second edge type: the links authors wrote between the candidates' files.
 
-The link table (ragx/ingest/links.py) holds targets as written; here they are resolved, in SQL, to
-the files of one query's candidates only: a path target matches a file's path exactly or, like a
+The link table (ragx/ingest/links.py) holds targets as written; here they are resolved to the files
+of one query's candidates only (two indexed reads, then numpy): a path target matches a file's path exactly or, like a
 wikilink written by name, a path ending in `/<target>`; a wikilink also reaches a file that lists it
 among its `aliases:`; files that share a frontmatter tag are linked too. Edges are file pairs
 (undirected): the scoring hook `link_boost` gives each candidate a share of the best score among
@@ -16,41 +16,73 @@ import numpy as np
 
 from ..ingest.links import ALIAS, EMBED, LINK, TAG, WIKILINK
 
-_PAIRS_SQL = f"""
-SELECT l.file_id, f.id FROM links l JOIN files f ON f.path = l.target
-WHERE l.kind IN ('{LINK}', '{WIKILINK}', '{EMBED}')
-  AND l.file_id IN (SELECT id FROM temp.link_files) AND f.id IN (SELECT id FROM temp.link_files)
-UNION
-SELECT l.file_id, f.id FROM links l JOIN temp.link_files s ON s.id = l.file_id
-  JOIN temp.link_files t JOIN files f ON f.id = t.id
-WHERE l.kind IN ('{WIKILINK}', '{EMBED}') AND instr(l.target, '/') = 0
-  AND substr(f.path, -length(l.target) - 1) = '/' || l.target
-UNION
-SELECT l.file_id, a.file_id FROM links l JOIN links a
-  ON a.kind = '{ALIAS}' AND lower(l.target) = a.target || '.md'
-WHERE l.kind IN ('{WIKILINK}', '{EMBED}')
-  AND l.file_id IN (SELECT id FROM temp.link_files) AND a.file_id IN (SELECT id FROM temp.link_files)
-UNION
-SELECT a.file_id, b.file_id FROM links a JOIN links b ON b.kind = '{TAG}' AND b.target = a.target
-WHERE a.kind = '{TAG}' AND a.file_id <> b.file_id
-  AND a.file_id IN (SELECT id FROM temp.link_files) AND b.file_id IN (SELECT id FROM temp.link_files)
-"""
+# kinds as small integers, so that masks are integer comparisons: 0-2 name a path, 3 tag, 4 alias
+_KIND_CODE = (
+    f"CASE l.kind WHEN '{LINK}' THEN 0 WHEN '{WIKILINK}' THEN 1 WHEN '{EMBED}' THEN 2 "
+    f"WHEN '{TAG}' THEN 3 WHEN '{ALIAS}' THEN 4 ELSE 5 END"
+)
+
+
+def _match(keys: np.ndarray, ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `wanted`, ids) where `wanted[i]` equals one of `keys` (keys need not be unique:
+    the first in sorted order wins), vectorised with a sort and a binary search."""
+    if len(keys) == 0 or len(wanted) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, ids = keys[order], ids[order]
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    hit = np.flatnonzero(keys[pos] == wanted)
+    return hit, ids[pos[hit]]
+
+
+def _shared(file_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Pairs of files that share a value (a tag), as (m, 2)."""
+    if len(values) < 2:
+        return np.empty((0, 2), np.int64)
+    _, group = np.unique(values, return_inverse=True)
+    a, b = np.triu_indices(len(values), k=1)
+    same = group[a] == group[b]
+    return np.stack([file_ids[a[same]], file_ids[b[same]]], axis=1)
 
 
 def file_link_pairs(db: sqlite3.Connection, file_ids: np.ndarray) -> np.ndarray:
-    """(m, 2) int64 pairs of linked files among `file_ids`, each unordered pair once (a < b)."""
+    """(m, 2) int64 pairs of linked files among `file_ids`, each unordered pair once (a < b).
+
+    Two reads (the candidates' paths and links), then matching in numpy: a path target matches a
+    path exactly, else (a wikilink by name) a file's name; a wikilink also matches a file's alias;
+    files that share a tag are linked."""
     ids = np.unique(np.asarray(file_ids, dtype=np.int64))
     if len(ids) < 2:
         return np.empty((0, 2), np.int64)
     db.execute("CREATE TEMP TABLE IF NOT EXISTS link_files(id INTEGER PRIMARY KEY)")
     db.execute("DELETE FROM temp.link_files")
     db.executemany("INSERT INTO temp.link_files(id) VALUES (?)", ((int(i),) for i in ids))
-    rows = db.execute(_PAIRS_SQL).fetchall()
-    if not rows:
+    files = db.execute("SELECT f.id, f.path FROM temp.link_files t JOIN files f ON f.id = t.id").fetchall()
+    links = db.execute(f"SELECT l.file_id, {_KIND_CODE}, l.target FROM temp.link_files t JOIN links l ON l.file_id = t.id").fetchall()
+    if not links:
         return np.empty((0, 2), np.int64)
-    pairs = np.sort(np.array(rows, dtype=np.int64), axis=1)
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    return np.unique(pairs, axis=0) if len(pairs) else np.empty((0, 2), np.int64)
+    fid = np.array([f[0] for f in files], dtype=np.int64)
+    path = np.array([f[1] for f in files])
+    src = np.array([r[0] for r in links], dtype=np.int64)
+    kind = np.array([r[1] for r in links], dtype=np.int64)
+    target = np.array([r[2] for r in links])
+    pairs = [np.empty((0, 2), np.int64)]
+    linked = kind <= 2
+    by_name = (kind == 1) | (kind == 2)
+    rows, dst = _match(path, fid, target[linked])
+    pairs.append(np.stack([src[linked][rows], dst], axis=1))
+    names = np.char.rpartition(path, "/")[:, 2]
+    rows, dst = _match(names, fid, target[by_name])
+    pairs.append(np.stack([src[by_name][rows], dst], axis=1))
+    alias = kind == 4
+    if alias.any():
+        rows, dst = _match(np.char.add(target[alias], ".md"), src[alias], np.char.lower(target[by_name]))
+        pairs.append(np.stack([src[by_name][rows], dst], axis=1))
+    tag = kind == 3
+    pairs.append(_shared(src[tag], target[tag]))
+    out = np.sort(np.concatenate(pairs), axis=1)
+    out = out[out[:, 0] != out[:, 1]]
+    return np.unique(out, axis=0) if len(out) else np.empty((0, 2), np.int64)
 
 
 def link_boost(file_ids: np.ndarray, values: np.ndarray, pairs: np.ndarray | None, weight: float) -> np.ndarray:
