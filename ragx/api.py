@@ -120,8 +120,12 @@ class Corpus:
         rerank: bool = True,
         expand: bool = True,
         params: Params | None = None,
+        tags: tuple[str, ...] = (),
+        path_glob: str | None = None,
     ) -> dict[str, Any]:
-        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document."""
+        """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
+        `tags`, `path_glob`: only files with every tag and a path matching the glob."""
+        from .search.filters import Filters
         from .search.results import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
@@ -129,7 +133,9 @@ class Corpus:
             if top < 1:
                 raise UsageError("--top must be at least 1")
             p = p.replace(top=top)
-        return self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        filters = Filters(tuple(tags), path_glob)
+        options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters)
+        return self.searcher.search(text, p, options)
 
     def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""

@@ -26,6 +26,8 @@ def query_command(
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this frontmatter tag (repeatable: all of them).")] = None,
+    path_glob: Annotated[Optional[str], typer.Option("--path", help="Only files whose path (from the root) matches this glob.")] = None,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
     text = _read_stdin() if text == "-" else _checked(text, "the query")
@@ -35,6 +37,7 @@ def query_command(
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
         graph=not no_graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+        tags=tuple(tag or ()), path_glob=path_glob,
     )
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
@@ -44,7 +47,7 @@ def query_command(
         _print_chunks(doc, explain)
     if not doc["results"]:
         if not json_out:
-            out.print("no results")
+            out.print("no results" + _why_empty(doc))
         raise typer.Exit(EXIT_EMPTY)
 
 
@@ -117,3 +120,9 @@ def _print_files(doc: dict, explain: bool) -> None:
         )
         if explain:
             _print_path(r["path"])
+
+
+def _why_empty(doc: dict) -> str:
+    """[ranking] The evidence rule's reason, when it is what emptied the result."""
+    reason = doc.get("evidence", {}).get("reason")
+    return f" ({escape(reason)})" if reason else ""

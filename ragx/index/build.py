@@ -14,7 +14,7 @@ from ..config import Settings
 from .arrays import build_arrays
 from .identity import check_identity, index_identity
 from .layout import Layout
-from .plan import IndexReport, Reporter, SilentReporter, plan, scan, undecodable_rows
+from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
 from .snapshot import HNSW
 from .store import Store
 
@@ -42,6 +42,7 @@ def run_index(
 def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bool, only: str | None, reporter: Reporter, report: IndexReport) -> None:
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
+    full = full or needs_rechunk(manifest)
     if not full:
         check_identity(manifest, identity)
     generation = int(manifest.get("generation", 0))
@@ -70,6 +71,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
             "generation": new_gen,
             "next_chunk_id": change.next_chunk,
             "checksums": checksums,
+            "chunker": CHUNKER_VERSION,
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "ragx_version": _version(),
         },

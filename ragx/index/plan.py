@@ -18,12 +18,24 @@ import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError
-from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
+from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
+from ..ingest.filetypes import MARKDOWN
+from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .layout import Layout
 from .snapshot import Snapshot
 from .store import FileRow, Store
+
+
+# Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
+# of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers.
+CHUNKER_VERSION = 2
+
+
+def needs_rechunk(manifest: dict) -> bool:
+    """An index made under older chunking rules is re-chunked in full (its vectors are reused)."""
+    return int(manifest.get("generation", 0)) > 0 and manifest.get("chunker", 1) != CHUNKER_VERSION
 
 
 class Reporter(Protocol):
@@ -79,10 +91,17 @@ class ChangeSet:
     touched: list[tuple[FoundFile, FileRow]]      # same content, new stat
     next_file: int                                # id of files[0]
     next_chunk: int                               # the manifest's next_chunk_id after this run
+    links: list[tuple[int, str, str]] = field(default_factory=list)        # (index into files, kind, target)
+    undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns), not UTF-8
 
     @property
     def live(self) -> np.ndarray:
         return np.union1d(self.kept_old, self.new_ids)
+
+    @property
+    def only_undecodable(self) -> bool:
+        """Nothing indexable changed (only files that turned out not to be UTF-8 were new)."""
+        return not self.full and not self.files and not self.gone_file_ids
 
 
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
@@ -112,6 +131,7 @@ def undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter):
     out_files: list[tuple[FoundFile, str]] = []
     out_chunks: list[tuple[int, Chunk]] = []
+    out_links: list[tuple[int, str, str]] = []
     undecodable: list[FoundFile] = []
     for f in files:
         try:
@@ -127,7 +147,9 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
         out_files.append((f, hash_bytes(data)))
         out_chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
-    return out_files, out_chunks, undecodable
+        if detect_kind(f.path, text) == MARKDOWN:  # the links the author wrote
+            out_links.extend((fi, kind, target) for kind, target in extract_links(f.path, text))
+    return out_files, out_chunks, out_links, undecodable
 
 
 def plan(
@@ -140,8 +162,8 @@ def plan(
         target_tokens=min(settings.chunking.target_tokens, counter.max_content_tokens),
         min_tokens=settings.chunking.min_tokens,
     )
-    files, chunks, failed = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
-    texts = [c.text for _, c in chunks]
+    files, chunks, links, failed = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
+    texts = [c.embed_text for _, c in chunks]  # frontmatter header + text
     reusable = reusable_vectors(layout, store, manifest, embedder)
     new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
     report.embedded_chunks = int(fresh.sum())
@@ -161,7 +183,7 @@ def plan(
         gone_file_ids=gone_file_ids, removed=removed,
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
-        next_chunk=int(next_chunk + len(new_ids)),
+        next_chunk=int(next_chunk + len(new_ids)), links=links,
         undecodable=undecodable_rows(diff.undecodable + failed),
     )
 
