@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import numpy as np
 import pytest
 from cli_runner import call
 from fakes import HashEmbedder, make_corpus
@@ -125,3 +126,20 @@ def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys
         (code_dir / f"m{i}.py").write_text("x = 1\n", encoding="utf-8")
     code, _, err = call(capsys, "init", "--root", str(code_dir), "--yes")
     assert "mostly markdown" not in err and "*.md" not in (code_dir / "ragx.toml").read_text(encoding="utf-8")
+
+
+def test_lab_pass_cache_keeps_link_pairs_so_link_weight_rescoring_matches(vault, tmp_path):
+    pytest.importorskip("polars")
+    from lab.passes import build_cache, load_cache
+
+    from ragx.eval.queries import LabelledQuery
+    from ragx.scoring.score import score
+
+    corpus = Corpus(vault)
+    p = corpus.settings.search.replace(dense_n=50, lexical_n=50, link_weight=0.5)
+    query = LabelledQuery(id="q1", text="roses tulips hub log garden", files={"hub.md": 1})
+    (cached,), _ = load_cache(build_cache(corpus, [query], p.caps(), tmp_path / "cache"))
+    live = corpus.searcher.candidates(query.text, p, expand=False)
+    assert len(live.link_pairs) > 0 and np.array_equal(cached.link_pairs, live.link_pairs)
+    assert np.array_equal(score(cached, p).score, score(live, p).score, equal_nan=True)
+    assert not np.array_equal(score(live, p).score, score(live, p.replace(link_weight=0.0)).score, equal_nan=True)
