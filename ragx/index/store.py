@@ -322,7 +322,8 @@ class Store:
 
     # ---- writes of an index run -------------------------------------------------------------------
     def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any]) -> None:
-        """The one transaction of an index run: files, chunks, lexical rows, knn, communities, manifest."""
+        """The one transaction of an index run: files, chunks, frontmatter headers, links, lexical rows, knn,
+        communities, manifest."""
         with self.transaction() as db:
             if change.full:
                 db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
