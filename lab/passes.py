@@ -59,7 +59,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
     """Run and store one pass per query. Returns the folder."""
     folder.mkdir(parents=True, exist_ok=True)
     searcher = corpus.searcher
-    rows: dict[str, list] = {"qid": [], "query": [], "variants": [], "dense_ids": [], **{c: [] for c in ARRAY_COLUMNS}}
+    rows: dict[str, list] = {"qid": [], "query": [], "variants": [], "dense_ids": [], "link_pairs": [], **{c: [] for c in ARRAY_COLUMNS}}
     started = time.perf_counter()
     for q in queries:
         c = searcher.pass_with_caps(q.text, caps, expand=False)
@@ -67,12 +67,14 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         rows["query"].append(q.text)
         rows["variants"].append(c.variants)
         rows["dense_ids"].append([ids.tolist() for ids in c.dense_ids])
+        rows["link_pairs"].append(_flat_pairs(c.link_pairs))
         for col, values in c.cache_row().items():
             rows[col].append(values)
         if progress:
             progress(1)
     seconds = time.perf_counter() - started
     schema: dict[str, Any] = {"qid": pl.String, "query": pl.String, "variants": pl.List(pl.String), "dense_ids": pl.List(pl.List(pl.Int64))}
+    schema["link_pairs"] = pl.List(pl.Int64)  # (m, 2) file pairs, flattened row-major
     schema |= {c: pl.List(POLARS_TYPES[t]) for c, t in ARRAY_COLUMNS.items()}
     pl.DataFrame(rows, schema=schema).write_parquet(folder / "passes.parquet")
     meta = {
@@ -105,6 +107,10 @@ def check_fresh(folder: Path, corpus: Corpus, caps: PassCaps) -> dict[str, Any]:
     return meta
 
 
+def _flat_pairs(pairs: np.ndarray | None) -> list[int]:
+    return [] if pairs is None else np.asarray(pairs, dtype=np.int64).reshape(-1).tolist()
+
+
 def _split(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
     return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
 
@@ -119,6 +125,8 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
         lengths = df[col].list.len().to_numpy()
         flat = df[col].explode().drop_nulls().to_numpy()  # an empty list explodes to one null
         cols[col] = _split(np.asarray(flat, dtype=dtype), lengths)
+    pair_lengths = df["link_pairs"].list.len().to_numpy()
+    pairs = _split(np.asarray(df["link_pairs"].explode().drop_nulls().to_numpy(), dtype=np.int64), pair_lengths)
 
     def arrays_of(i: int) -> dict[str, Any]:  # the array fields of Candidates, by name
         return {col: cols[col][i] for col in ARRAY_COLUMNS}
@@ -131,6 +139,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
                 variants=list(variants),
                 dense_ids=[np.asarray(d, dtype=np.int64) for d in dense],
                 caps=caps,
+                link_pairs=pairs[i].reshape(-1, 2),
                 **arrays_of(i),
             )
         )

@@ -123,12 +123,16 @@ class Corpus:
         expand: bool = True,
         params: Params | None = None,
         time: Any = None,
+        tags: tuple[str, ...] = (),
+        path_glob: str | None = None,
     ) -> dict[str, Any]:
         """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
 
         `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every
-        result also gets its file's `date`, `date_source` and `stale`."""
+        result also gets its file's `date`, `date_source` and `stale`. `tags`, `path_glob`: only files with
+        every tag and a path matching the glob."""
         from .file_context import WIDE_TOP, annotate
+        from .search.filters import Filters
         from .search.results import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
@@ -139,7 +143,9 @@ class Corpus:
         wanted = p.top
         if time is not None and time.active:  # filters and boosts see every candidate, then cut to top
             p = p.replace(top=WIDE_TOP)
-        doc = self.searcher.search(text, p, QueryOptions(files_only=files_only, explain=explain, expand=expand))
+        filters = Filters(tuple(tags), path_glob)
+        options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters)
+        doc = self.searcher.search(text, p, options)
         return annotate(doc, self.searcher.store, self.root, time, wanted)
 
     def global_query(self, text: str, *, top: int = 5, chunks: int = 3) -> dict[str, Any]:

@@ -153,6 +153,9 @@ LIMITS: dict[str, Limit] = {
     "search.lexical_weight": Limit(0, 1000),
     "search.shortlist": Limit(1, 100_000),
     "search.file_chunks": Limit(1, 1000),
+    "search.link_weight": Limit(0, 1000),
+    "search.min_dense_evidence": Limit(0, 1),
+    "search.min_lexical_evidence": Limit(0, 1_000_000),
 }
 
 # (smaller, larger): the first key's value may not exceed the second's.

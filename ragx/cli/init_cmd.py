@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,7 +11,11 @@ import typer
 
 from ..config import PROJECT_FILE, load_settings, parse_value, set_value
 from ..errors import UsageError
+from ..ingest.discover import discover
+from ..ingest.filetypes import MARKDOWN, default_kind
 from .app import app, err
+
+MOSTLY = 0.6  # a folder whose default-type files are at least this share markdown is a notes vault
 
 QUESTIONS = (
     ("embeddings.engine", "Embedding engine (embedded = the bundled all-MiniLM-L6-v2, no server needed)"),
@@ -40,6 +45,10 @@ def init_command(
     if target.exists() and not force:
         raise UsageError(f"{target} already exists (use --force to overwrite)")
     defaults = load_settings(None, warn=False)
+    proposed = markdown_includes(folder)
+    if proposed:
+        err.print(f"mostly markdown: proposing index.include = {', '.join(proposed)} (notes only)")
+        defaults = dataclasses.replace(defaults, index=dataclasses.replace(defaults.index, include=proposed))
     answers: dict[str, object] = {}
     interactive = not yes and sys.stdin.isatty()
     for key, question in QUESTIONS:
@@ -67,3 +76,14 @@ def _install_agent_skill(folder: Path) -> None:
 
     for written in install(folder):
         err.print(f"{written.action} {written.path}")
+
+
+def markdown_includes(folder: Path) -> tuple[str, ...]:
+    """Include globs for the markdown extensions present, when markdown makes up at least MOSTLY of
+    the files ragx would index by default (a notes vault: its theme's CSS and scripts are noise)."""
+    paths = [f.path for f in discover(folder).files]
+    markdown = [p for p in paths if default_kind(p) == MARKDOWN]
+    if not paths or len(markdown) < MOSTLY * len(paths):
+        return ()
+    extensions = sorted({p.rsplit(".", 1)[-1].lower() for p in markdown if "." in p.rsplit("/", 1)[-1]})
+    return tuple(f"*.{ext}" for ext in extensions)

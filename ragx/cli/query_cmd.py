@@ -31,6 +31,8 @@ def query_command(
     until: Annotated[Optional[str], typer.Option("--until", help="Only files dated on or before DATE.")] = None,
     recent: Annotated[bool, typer.Option("--recent", help="Favour recently dated files.")] = False,
     oldest: Annotated[bool, typer.Option("--oldest", help="Favour the oldest files.")] = False,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this frontmatter tag (repeatable: all of them).")] = None,
+    path_glob: Annotated[Optional[str], typer.Option("--path", help="Only files whose path (from the root) matches this glob.")] = None,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
     text = _read_stdin() if text == "-" else _checked(text, "the query")
@@ -47,6 +49,7 @@ def query_command(
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
         graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand, time=when,
+        tags=tuple(tag or ()), path_glob=path_glob,
     )
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
@@ -56,7 +59,7 @@ def query_command(
         _print_chunks(doc, explain)
     if not doc["results"]:
         if not json_out:
-            out.print("no results")
+            out.print("no results" + _why_empty(doc))
         raise typer.Exit(EXIT_EMPTY)
 
 
@@ -137,3 +140,11 @@ def _print_files(doc: dict, explain: bool) -> None:
         )
         if explain:
             _print_path(r["path"])
+
+
+def _why_empty(doc: dict) -> str:
+    """[ranking] The evidence rule's reason, when it is what emptied the result."""
+    from rich.markup import escape
+
+    reason = doc.get("evidence", {}).get("reason")
+    return f" ({escape(reason)})" if reason else ""

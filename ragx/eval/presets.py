@@ -23,8 +23,9 @@ from ..search.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
 PRESETS: dict[str, Callable[[Params], Params]] = {
-    "dense": lambda p: p.replace(lexical_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0),
-    "bm25": lambda p: p.replace(dense_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=1.0),
+    # single legs stay single: no link edges ([ranking] link_weight = 0)
+    "dense": lambda p: p.replace(lexical_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0, link_weight=0.0),
+    "bm25": lambda p: p.replace(dense_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=1.0, link_weight=0.0),
     "hybrid": lambda p: p.switched(graph=False, rerank=False),
     "graph": lambda p: p.switched(graph=True, rerank=False),   # the graph stage on (off by default)
     "default": lambda p: p.switched(rerank=False),             # the shipped pipeline, without a reranker

@@ -16,7 +16,7 @@ from .dates import git_dates
 from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
-from .plan import IndexReport, Reporter, SilentReporter, plan, scan, undecodable_rows
+from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
 from .snapshot import HNSW
 from .store import RunExtras, Store
 
@@ -44,6 +44,7 @@ def run_index(
 def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bool, only: str | None, reporter: Reporter, report: IndexReport) -> None:
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
+    full = full or needs_rechunk(manifest)
     if not full:
         check_identity(manifest, identity)
     generation = int(manifest.get("generation", 0))
@@ -72,6 +73,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
             "generation": new_gen,
             "next_chunk_id": change.next_chunk,
             "checksums": checksums,
+            "chunker": CHUNKER_VERSION,
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "ragx_version": _version(),
         },

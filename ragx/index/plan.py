@@ -19,12 +19,24 @@ import xxhash
 from ..config import Settings
 from ..errors import CorruptIndexError
 from ..ingest import pdf
-from ..ingest.chunk import Chunk, ChunkSettings, chunk_text
+from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
+from ..ingest.filetypes import MARKDOWN
+from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .layout import Layout
 from .snapshot import Snapshot
 from .store import FileRow, Store
+
+
+# Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
+# of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers.
+CHUNKER_VERSION = 2
+
+
+def needs_rechunk(manifest: dict) -> bool:
+    """An index made under older chunking rules is re-chunked in full (its vectors are reused)."""
+    return int(manifest.get("generation", 0)) > 0 and manifest.get("chunker", 1) != CHUNKER_VERSION
 
 
 class Reporter(Protocol):
@@ -81,6 +93,7 @@ class ChangeSet:
     touched: list[tuple[FoundFile, FileRow]]      # same content, new stat
     next_file: int                                # id of files[0]
     next_chunk: int                               # the manifest's next_chunk_id after this run
+    links: list[tuple[int, str, str]] = field(default_factory=list)        # (index into files, kind, target)
     undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8
     textless: dict[str, list[int]] = field(default_factory=dict)  # PDF path -> pages without text (read this run)
 
@@ -129,6 +142,7 @@ class _Chunked:
     chunks: list[tuple[int, Chunk]] = field(default_factory=list)      # (index into files, chunk)
     undecodable: list[FoundFile] = field(default_factory=list)         # read, but not UTF-8
     textless: dict[str, list[int]] = field(default_factory=dict)       # PDF path -> pages without text
+    links: list[tuple[int, str, str]] = field(default_factory=list)    # (index into files, kind, target)
 
 
 def _chunk_pdf(f: FoundFile, counter, chunk_settings: ChunkSettings, out: _Chunked, report: IndexReport, reporter: Reporter) -> None:
@@ -165,6 +179,8 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         # The stored hash is of the bytes actually chunked, so a file edited mid-run is seen next time.
         out.files.append((f, hash_bytes(data)))
         out.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
+        if detect_kind(f.path, text) == MARKDOWN:  # the links the author wrote
+            out.links.extend((fi, kind, target) for kind, target in extract_links(f.path, text))
     return out
 
 
@@ -180,7 +196,7 @@ def plan(
     )
     chunked = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
     files, chunks = chunked.files, chunked.chunks
-    texts = [c.text for _, c in chunks]
+    texts = [c.embed_text for _, c in chunks]  # frontmatter header + text
     reusable = reusable_vectors(layout, store, manifest, embedder) if texts else None
     new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
     report.embedded_chunks = int(fresh.sum())
@@ -200,7 +216,7 @@ def plan(
         gone_file_ids=gone_file_ids, removed=removed,
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
-        next_chunk=int(next_chunk + len(new_ids)),
+        next_chunk=int(next_chunk + len(new_ids)), links=chunked.links,
         undecodable=undecodable_rows(diff.undecodable + chunked.undecodable), textless=chunked.textless,
     )
 

@@ -93,7 +93,25 @@ CREATE TABLE IF NOT EXISTS manifest(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- What a note's frontmatter says about it (title, desc, aliases, tags as a sentence),
+-- embedded and BM25-indexed in front of each of its chunks' text; never part of the chunk's slice.
+CREATE TABLE IF NOT EXISTS chunk_headers(
+    chunk_id INTEGER PRIMARY KEY,
+    header TEXT NOT NULL
+);
+-- Links the author wrote (ragx/ingest/links.py): targets as written, resolved at query time.
+CREATE TABLE IF NOT EXISTS links(
+    file_id INTEGER NOT NULL,        -- the file the link is written in
+    kind TEXT NOT NULL,              -- link | wikilink | embed | tag | alias
+    target TEXT NOT NULL             -- a path from the root (link kinds), else the tag or alias
+);
+CREATE INDEX IF NOT EXISTS links_by_file ON links(file_id);
+CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 """
+
+# The text BM25 indexes and the embedder embeds for chunk `c`: its header (if any), a blank line, its
+# text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
+_INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
@@ -226,8 +244,8 @@ class Store:
         return self.db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
 
     def chunk_texts(self) -> tuple[np.ndarray, list[str]]:
-        """Every chunk id (sorted) and its text."""
-        rows = self.db.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+        """Every chunk id (sorted) and its indexed text (frontmatter header + text: what was embedded)."""
+        rows = self.db.execute(f"SELECT c.id, {_INDEXED_TEXT_SQL} FROM chunks c ORDER BY c.id").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
 
     def chunk_ids_of_files(self, file_ids: Sequence[int]) -> np.ndarray:
@@ -259,6 +277,39 @@ class Store:
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted(pos INTEGER PRIMARY KEY, id INTEGER)")
         self.db.execute("DELETE FROM temp.wanted")
         self.db.executemany("INSERT INTO temp.wanted(id) VALUES (?)", ((i,) for i in ids))
+
+    # ---- links and filters -----------------------------------------------------------------------
+    def link_rows(self, file_ids: Sequence[int] | np.ndarray) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
+        """(id, path) of `file_ids` and the (file id, kind, target) links written in them: two indexed reads.
+        An index written before the link table existed has no links (its next `ragx index` re-chunks it)."""
+        _fill_temp(self.db, "link_files", file_ids)
+        try:
+            links = self.db.execute("SELECT l.file_id, l.kind, l.target FROM temp.link_files t JOIN links l ON l.file_id = t.id").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return [], []
+            raise
+        if not links:
+            return [], []
+        files = self.db.execute("SELECT f.id, f.path FROM temp.link_files t JOIN files f ON f.id = t.id").fetchall()
+        return files, links
+
+    def files_passing(self, path_glob: str | None, tags: Sequence[str], tag_kind: str) -> np.ndarray:
+        """Sorted ids of the files whose path matches the glob (SQLite GLOB) and that carry every tag
+        (normalised; tag `a` also matches the hierarchical `a/b` and `a.b`) as `tag_kind` links."""
+        sql = ["SELECT id FROM files WHERE 1"]
+        args: list[str] = []
+        if path_glob is not None:
+            sql.append("AND path GLOB ?")
+            args.append(path_glob)
+        for tag in tags:
+            sql.append(
+                "AND id IN (SELECT file_id FROM links WHERE kind = ? AND (target = ? "
+                "OR substr(target, 1, length(?) + 1) IN (? || '/', ? || '.')))"
+            )
+            args += [tag_kind, tag, tag, tag, tag]
+        rows = self.db.execute(" ".join(sql) + " ORDER BY id", args).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
 
     # ---- graph ----------------------------------------------------------------------------------
     def knn_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -308,13 +359,13 @@ class Store:
 
     # ---- writes of an index run -------------------------------------------------------------------
     def apply(self, change: "ChangeSet", arrays: "Arrays", manifest: dict[str, Any], extras: RunExtras | None = None) -> None:
-        """The one transaction of an index run: files, chunks, lexical rows, knn, text-less PDF pages,
-        communities and their labels, file dates, the undecodable list, manifest."""
+        """The one transaction of an index run: files, chunks, frontmatter headers, links, lexical rows,
+        knn, text-less PDF pages, communities and their labels, file dates, the undecodable list, manifest."""
         extras = extras or RunExtras()
         with self.transaction() as db:
             if change.full:
                 db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
-                for table in ("chunks", "files", "knn", "communities"):
+                for table in ("chunks", "files", "knn", "communities", "chunk_headers", "links"):
                     db.execute(f"DELETE FROM {table}")
             else:
                 _drop_gone(db, change, arrays)
@@ -540,9 +591,12 @@ def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") ->
     """An incremental run: rows of deleted and changed files, and the kNN rows that are redone."""
     _fill_temp(db, "gone_files", change.gone_file_ids)
     db.execute(
-        "INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks "
-        "WHERE file_id IN (SELECT id FROM temp.gone_files)"
+        f"INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', c.id, {_INDEXED_TEXT_SQL} FROM chunks c "
+        "WHERE c.file_id IN (SELECT id FROM temp.gone_files)"
     )
+    # headers and links of the files that go (the headers before their chunks)
+    db.execute("DELETE FROM chunk_headers WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files))")
+    db.execute("DELETE FROM links WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
     _fill_temp(db, "redo", arrays.redo.tolist())
@@ -566,5 +620,13 @@ def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
             for cid, (fi, c) in zip(change.new_ids.tolist(), change.chunks)
         ],
     )
+    db.executemany(
+        "INSERT INTO chunk_headers(chunk_id, header) VALUES (?, ?)",
+        [(int(cid), c.header) for cid, (_, c) in zip(change.new_ids.tolist(), change.chunks) if c.header],
+    )
+    db.executemany("INSERT INTO links(file_id, kind, target) VALUES (?, ?, ?)", [(nf + fi, kind, target) for fi, kind, target in change.links])
     if len(change.new_ids):
-        db.execute("INSERT INTO chunks_fts(rowid, text) SELECT id, text FROM chunks WHERE id >= ?", (int(change.new_ids[0]),))
+        db.execute(
+            f"INSERT INTO chunks_fts(rowid, text) SELECT c.id, {_INDEXED_TEXT_SQL} FROM chunks c WHERE c.id >= ?",
+            (int(change.new_ids[0]),),
+        )

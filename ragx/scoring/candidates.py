@@ -61,6 +61,9 @@ class Candidates:
     rerank: np.ndarray = field(default=cast(np.ndarray, None))
     rerank_model: str | None = None
     notes: dict = field(default_factory=dict)  # what the pass skipped and why (e.g. rerank unavailable)
+    # The second edge type: (m, 2) file ids of linked files among the candidates' files, each unordered
+    # pair once (ragx/search/link_edges.py); None when the pass did not read the link table.
+    link_pairs: np.ndarray | None = None
 
     def __post_init__(self):
         if self.rerank is None:
@@ -78,6 +81,7 @@ class Candidates:
 # What a pass cache keeps of a Candidates: every per-node or CSR array, with its element dtype.
 # The remaining fields are either carried separately by the cache (query, variants, dense_ids, caps) or
 # filled after the pass (rerank, rerank_model, notes). A new field must be added to one of the two.
+# link_pairs is per pass, not per node: a cache keeps it apart, flattened (lab/passes.py).
 CACHE_COLUMNS = {
     "lexical_ids": np.int64,
     "nodes": np.int64,
@@ -88,5 +92,5 @@ CACHE_COLUMNS = {
     "nbr": np.int64,
     "weight": np.float64,
 }
-CACHED_APART = ("query", "variants", "dense_ids", "caps")
+CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs")
 NOT_CACHED = ("rerank", "rerank_model", "notes")

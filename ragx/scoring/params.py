@@ -27,6 +27,9 @@ class Params:
     lexical_weight: float    # weight of BM25
     shortlist: int           # candidates the reranker scores, chosen by the pre-score
     file_chunks: int         # a file scores the sum of its best this-many chunk scores
+    link_weight: float       # share of the best linked file's score a candidate gains (0 = off)
+    min_dense_evidence: float    # "no match" unless the best chunk's cosine reaches this ...
+    min_lexical_evidence: float  # ... or BM25 evidence reaches this (ragx/search/evidence.py; 0 and 0 = off)
 
     def caps(self) -> "PassCaps":
         """The retrieval pass these params need."""

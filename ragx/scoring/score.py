@@ -8,6 +8,11 @@
 The candidates are every admitted node. Without rerank scores rerank_weight drops out (the other weights
 renormalise). The pre-score picks the reranker's shortlist; should heat_weight, dense_weight and lexical_weight all be 0,
 it weighs the three signals equally, so the shortlist is never chosen by a constant.
+
+Link edges (the second edge type, explicit links between files): after the final score, each candidate
+gains link_weight x the best (non-negative) score among the candidates of files linked to its own file
+(`link_boost`; a no-op when link_weight is 0 or the pass found no linked files). The shortlist is
+chosen before that, by the pre-score alone.
 """
 
 from __future__ import annotations
@@ -99,6 +104,25 @@ def score(c: Candidates, p: Params, prepared: Prepared | None = None) -> Ranking
         values = (p.rerank_weight * rr + p.heat_weight * pr.heat + p.dense_weight * pr.dense + p.lexical_weight * pr.lexical) / total
     else:
         values = pr.pre
+    values = link_boost(c.file_ids[cand], values, c.link_pairs, p.link_weight)
     out = np.full(len(c.nodes), np.nan)
     out[cand] = values
     return Ranking(_ranked(c, cand, values), out, pr.fused, pr.trace, reranked)
+
+
+def link_boost(file_ids: np.ndarray, values: np.ndarray, pairs: np.ndarray | None, weight: float) -> np.ndarray:
+    """`values` (one per candidate, files in `file_ids`) plus `weight` x the best value among the
+    files linked to each candidate's file. Unchanged when the weight is 0 or there are no links."""
+    if weight <= 0 or pairs is None or len(pairs) == 0 or len(values) == 0:
+        return values
+    files, inv = np.unique(file_ids, return_inverse=True)
+    best = np.full(len(files), -np.inf)
+    np.maximum.at(best, inv, values)
+    a, b = np.searchsorted(files, pairs[:, 0]), np.searchsorted(files, pairs[:, 1])
+    a, b = np.minimum(a, len(files) - 1), np.minimum(b, len(files) - 1)
+    present = (files[a] == pairs[:, 0]) & (files[b] == pairs[:, 1])
+    a, b = a[present], b[present]
+    neighbour = np.zeros(len(files))
+    np.maximum.at(neighbour, a, np.maximum(best[b], 0.0))
+    np.maximum.at(neighbour, b, np.maximum(best[a], 0.0))
+    return values + weight * neighbour[inv]

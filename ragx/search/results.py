@@ -19,6 +19,8 @@ from ..scoring.explain import explain_path
 from ..scoring.files import rank_files
 from ..scoring.params import Params
 from ..scoring.score import Ranking
+from .evidence import Verdict
+from .filters import Filters
 
 TEXT_CHARS = 600  # result text is cut here (with "truncated": true); byte ranges locate the whole chunk
 
@@ -29,6 +31,7 @@ class QueryOptions:
     explain: bool = False
     expand: bool = True
     text_chars: int = TEXT_CHARS
+    filters: Filters = Filters()  # --tag / --path
 
 
 def finite(value: float, what: str) -> float:
@@ -91,3 +94,14 @@ def files_document(store: Store, c: Candidates, r: Ranking, p: Params, o: QueryO
             item["path"] = explain_path(c, p, r.trace, node)
         results.append(item)
     return {"results": results, "candidates": int(len(r.order))}
+
+
+def describe_evidence(c: Candidates, verdict: Verdict, filters: Filters) -> dict[str, Any]:
+    """The `evidence` key (both signals, both thresholds, the reason when nothing is relevant) and,
+    with --tag / --path, the `filters` key; a filter no indexed file passes says so."""
+    out: dict[str, Any] = {"evidence": verdict.describe()}
+    if filters.active:
+        out["filters"] = filters.describe()
+        if len(c.nodes) == 0 and verdict.dense == 0 and verdict.lexical == 0:
+            out["evidence"]["reason"] = "no indexed file passes the filters (--tag / --path)"
+    return out

@@ -62,6 +62,23 @@ def induced_csr(snap: Snapshot, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return indptr, dst_local.astype(np.int64), w
 
 
+def _exact_dense(snap: Snapshot, allowed: np.ndarray, query_vec: np.ndarray, n: int) -> np.ndarray:
+    """The n chunk ids among `allowed` rows most similar to the query, by exact cosine (a filtered
+    search must not lose its matches to an ANN list full of other files)."""
+    sims = cosines(snap.vectors, allowed, query_vec)
+    top = np.lexsort((snap.ids[allowed], -sims))[:n]
+    return snap.ids[allowed[top]]
+
+
+def _dense_seeds(snap: Snapshot, query_vecs: np.ndarray, n: int, allowed: np.ndarray | None) -> list[np.ndarray]:
+    """Per query vector, the n nearest chunk ids: the HNSW index, or exact search among `allowed`."""
+    if n <= 0:
+        return []
+    if allowed is not None:
+        return [_exact_dense(snap, allowed, v, n) for v in query_vecs]
+    return [snap.vindex.search(v, n, len(snap.ids))[0] for v in query_vecs]
+
+
 def retrieval_pass(
     query: str,
     query_vecs: np.ndarray,
@@ -69,15 +86,21 @@ def retrieval_pass(
     snap: Snapshot,
     store: Store,
     caps: PassCaps,
+    allowed: np.ndarray | None = None,
 ) -> Candidates:
-    """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'."""
-    live = len(snap.ids)
-    dense_ids = [snap.vindex.search(v, caps.dense_n, live)[0] for v in query_vecs] if caps.dense_n > 0 else []
+    """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'.
+    `allowed`: sorted snapshot rows a filter (--tag, --path) keeps; None = every row."""
+    dense_ids = _dense_seeds(snap, query_vecs, caps.dense_n, allowed)
     lex_all_ids, lex_all_scores = bm25_matches(store, query)
+    if allowed is not None:
+        keep = np.isin(lex_all_ids, snap.ids[allowed])
+        lex_all_ids, lex_all_scores = lex_all_ids[keep], lex_all_scores[keep]
     lexical_ids = lex_all_ids[: caps.lexical_n]
     seed_ids = np.unique(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
     seed_rows = snap.positions(seed_ids)
     rows = _neighbourhood(snap, query_vecs[0], seed_rows, caps) if caps.hops > 0 else seed_rows
+    if allowed is not None:
+        rows = rows[np.isin(rows, allowed)]
     nodes = snap.ids[rows]
     indptr, nbr, weight = induced_csr(snap, rows)
     qsim = cosines(snap.vectors, rows, query_vecs[0])

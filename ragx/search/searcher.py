@@ -34,10 +34,14 @@ from ..index.store import Store
 from ..scoring.candidates import Candidates, PassCaps
 from ..scoring.params import Params
 from ..scoring.score import prepare, score
+from .evidence import judge
 from .expand import query_vectors
-from .results import QueryOptions, chunks_document, files_document
+from .filters import Filters, allowed_files, allowed_rows
+from .link_edges import NO_PAIRS, file_link_pairs
+from .results import QueryOptions, chunks_document, describe_evidence, files_document
 from .retrieve import retrieval_pass
 
+NO_FILTERS = Filters()  # a query without --tag or --path (one shared frozen instance)
 LOAD_ATTEMPTS = 5  # read transactions tried before a vanishing generation counts as damage
 
 
@@ -112,19 +116,27 @@ class Searcher:
     def check_model(self) -> None:
         check_embedder(self.manifest, self.embedder)
 
-    def candidates(self, query: str, params: Params, *, expand: bool = True) -> Candidates:
-        return self.pass_with_caps(query, params.caps(), expand=expand)
+    def candidates(self, query: str, params: Params, *, expand: bool = True, filters: Filters = NO_FILTERS) -> Candidates:
+        return self.pass_with_caps(query, params.caps(), expand=expand, filters=filters)
 
-    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True) -> Candidates:
+    def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True, filters: Filters = NO_FILTERS) -> Candidates:
         """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs)."""
         if not query.strip():
             raise UsageError("empty query")
         variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, expand)
         with self.reading() as snap:
             self.check_model()
-            c = retrieval_pass(query, qvecs, variants, snap, self.store, caps)
+            c = self._pass(query, qvecs, variants, snap, caps, filters)
         if note is not None:
             c.notes["expand"] = note
+        return c
+
+    def _pass(self, query: str, qvecs: np.ndarray, variants: list[str], snap: Snapshot, caps: PassCaps, filters: Filters) -> Candidates:
+        """The retrieval pass inside the caller's read transaction: filtered rows, then the link edges
+        among the candidates' files."""
+        allowed = allowed_rows(snap.file_ids, allowed_files(self.store, filters)) if filters.active else None
+        c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
+        c.link_pairs = file_link_pairs(self.store, c.file_ids)
         return c
 
     def rerank(self, c: Candidates, params: Params, shortlisted: np.ndarray | None = None) -> None:
@@ -160,15 +172,19 @@ class Searcher:
         variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, options.expand)
         with self.reading() as snap:
             self.check_model()
-            c = retrieval_pass(query, qvecs, variants, snap, self.store, params.caps())
+            c = self._pass(query, qvecs, variants, snap, params.caps(), options.filters)
             if note is not None:
                 c.notes["expand"] = note
+            verdict = judge(c, params)  # an absolute test: is anything here relevant at all?
+            if not verdict.match:
+                c = emptied(c)
             prepared = prepare(c, params)
             self.rerank(c, params, prepared.shortlist)
             ranking = score(c, params, prepared)
             build = files_document if options.files_only else chunks_document
             doc = build(self.store, c, ranking, params, options)
             generation = self._generation
+        doc.update(describe_evidence(c, verdict, options.filters))
         doc["query"] = query
         doc["params"] = dataclasses.asdict(params)
         doc["variants"] = c.variants
@@ -179,3 +195,13 @@ class Searcher:
 
     def close(self) -> None:
         self.store.close()
+
+
+def emptied(c: Candidates) -> Candidates:
+    """The same pass with no candidates: what a query without evidence returns."""
+    none = np.empty(0, np.int64)
+    return dataclasses.replace(
+        c, dense_ids=[none for _ in c.dense_ids], lexical_ids=none, nodes=none, file_ids=none,
+        qsim=np.empty(0, np.float32), lexical=np.empty(0), indptr=np.zeros(1, np.int64), nbr=none,
+        weight=np.empty(0), rerank=np.empty(0), link_pairs=NO_PAIRS,
+    )

@@ -1,0 +1,146 @@
+#!/usr/bin/env python
+"""How well the "nothing relevant" rule (ragx/search/evidence.py) separates real queries from
+queries about something else, on the shared BEIR collections.
+
+Every collection's queries are run against every collection's corpus (the index `ragx eval beir`
+keeps under RAGX_CACHE_DIR). A query against its own corpus is REAL: it must keep its results
+(target: at most 1% lose them all). A query against another corpus is FOREIGN: it should come back
+empty (target: at least 80%). Printed per (queries, corpus) pair, for the thresholds in
+ragx/defaults.toml or --min-dense/--min-lexical.
+
+    --calibrate  picks the thresholds from TRAIN splits only (scifact train, dendron-vault train:
+                 their real queries, and the same queries against the other corpora as foreign
+                 ones): the pair that rejects the most foreign queries while real train queries
+                 lose at most --max-loss (default 0.5%, half the target, as a margin).
+
+    .venv/bin/python scripts/bench_no_match.py --split test          # the final report
+    .venv/bin/python scripts/bench_no_match.py --split train --calibrate
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ragx.api import Corpus  # noqa: E402
+from ragx.eval.beir import cache_dir_for, materialise, splits_of  # noqa: E402
+from ragx.scoring.candidates import PassCaps  # noqa: E402
+from ragx.search.evidence import decide, signals  # noqa: E402
+from ragx.search.retrieve import retrieval_pass  # noqa: E402
+
+DATA = ROOT.parent.parent / "shared" / "data"
+COLLECTIONS = ("scifact", "cranfield", "musique-small", "dendron-vault")
+
+
+def _queries(data_dir: Path, split: str) -> list[str]:
+    """The judged queries of `split` (or of the only split there is, for collections without it)."""
+    splits = splits_of(data_dir)
+    use = split if split in splits else splits[0]
+    made = materialise(data_dir, cache_dir_for(data_dir), [use])
+    with open(made.queries[use], encoding="utf-8") as fh:
+        return [json.loads(line)["query"] for line in fh if line.strip()]
+
+
+_VECTORS: dict[str, np.ndarray] = {}  # query -> vector: one embedding per query, reused on every corpus
+
+
+def _signals_on(corpus_dir: Path, query_sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """(n, 2) arrays of (dense, lexical) evidence of each query set against one corpus, from the
+    same retrieval pass `ragx query` makes under the default caps."""
+    corpus = Corpus.open(corpus_dir)
+    corpus.index()  # a no-op when `ragx eval beir` indexed it already
+    s, p = corpus.searcher, corpus.settings.search
+    s.refresh()
+    caps = PassCaps(p.dense_n, p.lexical_n, p.hops, p.query_floor)
+    out = {}
+    for name, queries in query_sets.items():
+        rows = []
+        for q in queries:
+            if q not in _VECTORS:
+                _VECTORS[q] = s.embedder.embed_query(q)
+            with s.reading() as snap:
+                c = retrieval_pass(q, _VECTORS[q][None, :], [q], snap, s.store, caps)
+            rows.append(signals(c))
+        out[name] = np.array(rows, dtype=np.float64).reshape(-1, 2)
+    s.close()
+    return out
+
+
+def collect(query_names: list[str], corpus_names: list[str], split: str) -> dict[tuple[str, str], np.ndarray]:
+    """(queries collection, corpus collection) -> evidence array."""
+    query_sets = {n: _queries(DATA / n, split) for n in query_names}
+    table = {}
+    for corpus_name in corpus_names:
+        d = DATA / corpus_name
+        corpus_dir = materialise(d, cache_dir_for(d), []).corpus_dir
+        for q_name, arr in _signals_on(corpus_dir, query_sets).items():
+            table[(q_name, corpus_name)] = arr
+    return table
+
+
+def rates(table, min_dense: float, min_lexical: float) -> dict[tuple[str, str], float]:
+    """Share of each pair's queries that come back empty."""
+    return {k: float(np.mean(~decide(a[:, 0], a[:, 1], min_dense, min_lexical))) for k, a in table.items()}
+
+
+def calibrate(table, max_loss: float) -> tuple[float, float]:
+    real = np.vstack([a for (q, c), a in table.items() if q == c])
+    foreign = np.vstack([a for (q, c), a in table.items() if q != c])
+    best = (-1.0, 0.0, 0.0)
+    for td in np.unique(np.round(np.quantile(real[:, 0], np.linspace(0, 0.2, 81)), 4)):
+        for tl in np.unique(np.round(np.quantile(real[:, 1], np.linspace(0, 0.6, 121)), 4)):
+            lost = np.mean(~decide(real[:, 0], real[:, 1], td, tl))
+            if lost <= max_loss:
+                rejected = np.mean(~decide(foreign[:, 0], foreign[:, 1], td, tl))
+                if rejected > best[0]:
+                    best = (rejected, float(td), float(tl))
+    return best[1], best[2]
+
+
+def report(table, min_dense: float, min_lexical: float) -> None:
+    r = rates(table, min_dense, min_lexical)
+    print(f"thresholds: min_dense_evidence = {min_dense}, min_lexical_evidence = {min_lexical}")
+    print(f"{'queries':<15} {'corpus':<15} {'n':>5} {'empty':>7}  kind")
+    for (q, c), share in sorted(r.items()):
+        kind = "REAL (lost, target <= 1%)" if q == c else "FOREIGN (empty, target >= 80%)"
+        print(f"{q:<15} {c:<15} {len(table[(q, c)]):>5} {share:>7.1%}  {kind}")
+    real = [v for (q, c), v in r.items() if q == c]
+    foreign = [v for (q, c), v in r.items() if q != c]
+    print(f"worst real loss {max(real):.1%}; foreign empty: min {min(foreign):.1%}, mean {np.mean(foreign):.1%}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", default="test", help="queries of this split (collections without it: their only split)")
+    ap.add_argument("--collections", nargs="*", default=list(COLLECTIONS))
+    ap.add_argument("--calibrate", action="store_true", help="pick thresholds on these (train) queries")
+    ap.add_argument("--max-loss", type=float, default=0.005)
+    ap.add_argument("--min-dense", type=float, default=None)
+    ap.add_argument("--min-lexical", type=float, default=None)
+    args = ap.parse_args()
+    corpora = args.collections
+    queries = [n for n in corpora if args.split in splits_of(DATA / n)] if args.split == "train" else corpora
+    if args.calibrate and args.split != "train":
+        sys.exit("--calibrate works on --split train only (never tune on test)")
+    table = collect(queries, corpora, args.split)
+    if args.calibrate:
+        td, tl = calibrate(table, args.max_loss)
+        print(f"calibrated on train: min_dense_evidence = {td}, min_lexical_evidence = {tl}")
+        report(table, td, tl)
+        return
+    from ragx.config import load_settings
+
+    p = load_settings(None, warn=False).search
+    report(table, p.min_dense_evidence if args.min_dense is None else args.min_dense,
+           p.min_lexical_evidence if args.min_lexical is None else args.min_lexical)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""A small notes vault end to end (hash embedder): frontmatter headers, links, --tag/--path, the
+no-match rule, incremental exactness of the new tables, and `ragx init`'s markdown-only proposal."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from cli_runner import call
+from fakes import HashEmbedder, make_corpus
+
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.index.build import run_index
+
+
+@pytest.fixture(autouse=True)
+def fake_model(monkeypatch):
+    import ragx.models.registry as registry
+
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+
+def _note(title: str, desc: str, body: str, tags: str = "[]") -> str:
+    return f"---\nid: abc{title}\ntitle: {title}\ndesc: '{desc}'\ntags: {tags}\nupdated: 1653409628830\n---\n\n{body}\n"
+
+
+@pytest.fixture
+def vault(tmp_path):
+    (tmp_path / "daily").mkdir()
+    (tmp_path / "hub.md").write_text(_note("Hub", "index of garden notes", "Start at [[garden.roses]] and ![[garden.tulips]]."), encoding="utf-8")
+    (tmp_path / "garden.roses.md").write_text(_note("Roses", "pruning roses in winter", "Cut the canes above an outward bud.", "[garden, flowers]"), encoding="utf-8")
+    (tmp_path / "garden.tulips.md").write_text(_note("Tulips", "zanzibar bulbs planting", "Plant bulbs in autumn, pointy end up.", "[garden]"), encoding="utf-8")
+    (tmp_path / "daily" / "log.md").write_text(_note("Log", "what happened", "Watered the roses today. See [hub](../hub.md)."), encoding="utf-8")
+    # The hash embedder's cosines mean nothing: the evidence rule is tested on its own, below.
+    (tmp_path / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.0\nmin_lexical_evidence = 0.0\n", encoding="utf-8")
+    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
+    return tmp_path
+
+
+def _db(root):
+    return sqlite3.connect(root / ".ragx" / "index.sqlite")
+
+
+def test_results_never_show_frontmatter_and_header_words_match(vault):
+    doc = Corpus(vault).query("zanzibar", top=10)  # only in garden.tulips' desc
+    assert doc["results"][0]["file"] == "garden.tulips.md"
+    for r in Corpus(vault).query("roses notes bulbs", top=50)["results"]:
+        assert not r["text"].startswith("---") and "updated:" not in r["text"]
+        assert (vault / r["file"]).read_bytes()[r["byte_start"] : r["byte_end"]].decode().startswith(r["text"])
+
+
+def test_tag_and_path_filters(vault, capsys):
+    code, out, _ = call(capsys, "query", "roses bulbs garden", "--root", str(vault), "--json", "--tag", "#Garden", "--files-only")
+    assert code == 0 and {r["file"] for r in json.loads(out)["results"]} == {"garden.roses.md", "garden.tulips.md"}
+    code, out, _ = call(capsys, "query", "roses", "--root", str(vault), "--json", "--tag", "flowers", "--tag", "garden")
+    assert code == 0 and {r["file"] for r in json.loads(out)["results"]} == {"garden.roses.md"}
+    code, out, _ = call(capsys, "query", "roses", "--root", str(vault), "--json", "--path", "daily/*")
+    assert code == 0 and {r["file"] for r in json.loads(out)["results"]} == {"daily/log.md"}
+    code, out, _ = call(capsys, "query", "roses", "--root", str(vault), "--json", "--tag", "nosuchtag")
+    assert code == 1 and json.loads(out)["results"] == [] and "filters" in json.loads(out)["evidence"]["reason"]
+
+
+def test_links_are_stored_and_resolved_among_candidates(vault):
+    with _db(vault) as db:
+        rows = set(db.execute("SELECT f.path, l.kind, l.target FROM links l JOIN files f ON f.id = l.file_id"))
+    assert ("hub.md", "wikilink", "garden.roses.md") in rows and ("hub.md", "embed", "garden.tulips.md") in rows
+    assert ("daily/log.md", "link", "hub.md") in rows and ("garden.roses.md", "tag", "flowers") in rows
+    s = Corpus(vault).searcher
+    c = s.candidates("roses tulips hub log garden", Corpus(vault).settings.search.replace(dense_n=50, lexical_n=50))
+    paths = dict(s.store.db.execute("SELECT id, path FROM files"))
+    linked = {tuple(sorted((paths[a], paths[b]))) for a, b in c.link_pairs.tolist()}
+    assert {("garden.roses.md", "hub.md"), ("garden.tulips.md", "hub.md"), ("daily/log.md", "hub.md"),
+            ("garden.roses.md", "garden.tulips.md")} <= linked
+
+
+def test_incremental_runs_keep_headers_and_links_exact(vault):
+    (vault / "hub.md").write_text(_note("Hub", "index", "Only [[garden.tulips]] now."), encoding="utf-8")
+    (vault / "daily" / "log.md").unlink()
+    run_index(vault, load_settings(vault), HashEmbedder())
+    with _db(vault) as db:
+        inc = sorted(db.execute("SELECT f.path, l.kind, l.target FROM links l JOIN files f ON f.id = l.file_id"))
+        inc_h = sorted(db.execute("SELECT f.path, h.header FROM chunk_headers h JOIN chunks c ON c.id = h.chunk_id JOIN files f ON f.id = c.file_id"))
+        fts = db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'zanzibar'").fetchone()[0]
+    run_index(vault, load_settings(vault), HashEmbedder(), full=True)
+    with _db(vault) as db:
+        full = sorted(db.execute("SELECT f.path, l.kind, l.target FROM links l JOIN files f ON f.id = l.file_id"))
+        full_h = sorted(db.execute("SELECT f.path, h.header FROM chunk_headers h JOIN chunks c ON c.id = h.chunk_id JOIN files f ON f.id = c.file_id"))
+    assert inc == full and inc_h == full_h and fts == 1
+    assert ("hub.md", "wikilink", "garden.roses.md") not in inc and not any(p == "daily/log.md" for p, *_ in inc)
+    assert Corpus(vault).status()["consistent"]
+
+
+def test_an_old_index_is_rechunked_once_reusing_vectors(vault):
+    with _db(vault) as db:
+        db.execute("UPDATE manifest SET value = '1' WHERE key = 'chunker'")
+    report = run_index(vault, load_settings(vault), HashEmbedder())
+    assert report.embedded_chunks == 0 and report.reused_chunks == report.chunks
+    assert run_index(vault, load_settings(vault), HashEmbedder()).reused_chunks == 0  # and only once
+
+
+def test_no_evidence_means_empty_result_and_exit_1(vault, capsys):
+    strict = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=0.01)
+    c = Corpus(vault)
+    doc = c.query("asdkjh qwpoeiru", params=strict)
+    assert doc["results"] == [] and doc["evidence"]["match"] is False and "no relevant evidence" in doc["evidence"]["reason"]
+    assert c.query("pruning roses", params=strict)["results"]  # BM25 evidence carries a real query
+    (vault / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.999\nmin_lexical_evidence = 0.01\n", encoding="utf-8")
+    code, out, _ = call(capsys, "query", "asdkjh qwpoeiru", "--root", str(vault), "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["results"] == [] and "reason" in doc["evidence"]
+    code, out, _ = call(capsys, "query", "asdkjh qwpoeiru", "--root", str(vault))
+    assert code == 1 and "no relevant evidence" in out
+
+
+def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys):
+    (vault / "theme.css").write_text("body { color: red }\n", encoding="utf-8")
+    code, _, err = call(capsys, "init", "--root", str(vault), "--yes", "--force")
+    assert code in (0, None) and "mostly markdown" in err
+    assert "*.md" in (vault / "ragx.toml").read_text(encoding="utf-8")
+    code_dir = tmp_path_factory.mktemp("code")
+    make_corpus(code_dir, n_per_topic=1)
+    for i in range(5):
+        (code_dir / f"m{i}.py").write_text("x = 1\n", encoding="utf-8")
+    code, _, err = call(capsys, "init", "--root", str(code_dir), "--yes")
+    assert "mostly markdown" not in err and "*.md" not in (code_dir / "ragx.toml").read_text(encoding="utf-8")
+
+
+def test_lab_pass_cache_keeps_link_pairs_so_link_weight_rescoring_matches(vault, tmp_path):
+    pytest.importorskip("polars")
+    from lab.passes import build_cache, load_cache
+
+    from ragx.eval.queries import LabelledQuery
+    from ragx.scoring.score import score
+
+    corpus = Corpus(vault)
+    p = corpus.settings.search.replace(dense_n=50, lexical_n=50, link_weight=0.5)
+    query = LabelledQuery(id="q1", text="roses tulips hub log garden", files={"hub.md": 1})
+    (cached,), _ = load_cache(build_cache(corpus, [query], p.caps(), tmp_path / "cache"))
+    live = corpus.searcher.candidates(query.text, p, expand=False)
+    assert len(live.link_pairs) > 0 and np.array_equal(cached.link_pairs, live.link_pairs)
+    assert np.array_equal(score(cached, p).score, score(live, p).score, equal_nan=True)
+    assert not np.array_equal(score(live, p).score, score(live, p.replace(link_weight=0.0)).score, equal_nan=True)
