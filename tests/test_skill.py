@@ -44,6 +44,11 @@ def corpus(tmp_path, monkeypatch):
     root = tmp_path / "project"
     root.mkdir()
     make_corpus(root)
+    # A note the skill's example questions are about: an off-topic question would rightly find nothing.
+    (root / "search-notes.md").write_text(
+        "# How search works\n\nSearch results are ranked and scored: dense and BM25 hits are fused, "
+        "and each result is scored by its fused rank.\n\n## Chunk ids\n\nChunk ids are kept stable across index "
+        "runs: an id is never reused.\n", encoding="utf-8")
     monkeypatch.chdir(root)  # the skill's commands run from inside the corpus, without --root
     return root
 

@@ -66,6 +66,15 @@ def git_dates(root: Path) -> dict[str, float]:
     return out
 
 
+def leading_text(path: Path, end: int, cap: int = 65536) -> str:
+    """The text of a file before byte `end` (its frontmatter block, which no chunk holds); "" if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(min(end, cap)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def date_rows(files: list[tuple[int, str, int]], heads: dict[int, str], from_git: dict[str, float]) -> list[tuple[str, float, str]]:
     """(path, date, source) of every indexed file: `files` are (id, path, mtime_ns) rows, `heads` each
     file's first chunk text by file id, `from_git` the output of `git_dates` (the SQL is Store's)."""

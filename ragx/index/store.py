@@ -476,10 +476,15 @@ class Store:
 
     def _write_dates(self, from_git: dict[str, float]) -> None:
         """Recompute every indexed file's date inside the caller's transaction (two set-based reads)."""
-        from .dates import date_rows
+        from .dates import date_rows, leading_text
 
         files = self.db.execute("SELECT id, path, mtime_ns FROM files").fetchall()
-        heads = dict(self.db.execute("SELECT file_id, text FROM chunks WHERE ordinal = 0 AND byte_start = 0").fetchall())
+        firsts = self.db.execute(
+            "SELECT c.file_id, f.path, c.byte_start, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.ordinal = 0"
+        ).fetchall()
+        # A note's frontmatter is not chunked: what precedes its first chunk is read from the file itself.
+        root = self.path.parent.parent  # <root>/.ragx/index.sqlite
+        heads = {fid: text if start == 0 else leading_text(root / path, start) for fid, path, start, text in firsts}
         self.db.execute("DELETE FROM file_dates")
         self.db.executemany("INSERT INTO file_dates(path, date, source) VALUES (?, ?, ?)", date_rows(files, heads, from_git))
 
