@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from ..config import Settings
+from ..errors import CorruptIndexError
 from .arrays import build_arrays
 from .dates import git_dates
 from .identity import check_identity, index_identity
@@ -42,6 +43,10 @@ def run_index(
 
 
 def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bool, only: str | None, reporter: Reporter, report: IndexReport) -> None:
+    if full:  # a rebuild reads every page anyway: refuse a damaged database file instead of building on it
+        damage = store.integrity_problems()
+        if damage:
+            raise CorruptIndexError(damage[0])
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
     full = full or needs_rechunk(manifest)
