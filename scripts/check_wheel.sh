@@ -45,7 +45,7 @@ else
 fi
 export PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/bin" PIPX_MAN_DIR="$work/man"
 step "pipx install $(basename "$wheel") (torch ${RAGX_TORCH_VERSION:-2.13.0} CPU first)"
-"$PIPX" install --preinstall "torch==${RAGX_TORCH_VERSION:-2.13.0}" "$wheel" >"$work/pipx.log" 2>&1 \
+"$PIPX" install --preinstall "torch==${RAGX_TORCH_VERSION:-2.13.0}" "${wheel}[model]" >"$work/pipx.log" 2>&1 \
     || { tail -20 "$work/pipx.log"; exit 1; }
 RAGX="$work/bin/ragx"
 
