@@ -7,7 +7,6 @@ a cache whose index or code has changed since (its passes would no longer be wha
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +19,7 @@ import xxhash
 import ragx
 from ragx.api import Corpus
 from ragx.eval.queries import LabelledQuery
+from ragx.eval.report import git_commit
 from ragx.scoring.candidates import CACHE_COLUMNS as ARRAY_COLUMNS
 from ragx.scoring.candidates import Candidates, PassCaps
 
@@ -38,14 +38,6 @@ def code_hash() -> str:
         h.update(path.relative_to(pkg).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def index_fingerprint(corpus: Corpus) -> dict[str, Any]:
@@ -82,7 +74,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         "index": index_fingerprint(corpus),
         "corpus": str(corpus.root),
         "code_hash": code_hash(),
-        "commit": git_commit(),
+        "commit": git_commit(Path(__file__).parent),
         "queries": len(queries),
         "seconds": seconds,
         "labels": {q.id: q.files for q in queries},
@@ -140,9 +132,9 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
                 dense_ids=[np.asarray(d, dtype=np.int64) for d in dense],
                 caps=caps,
                 link_pairs=pairs[i].reshape(-1, 2),
+                qid=qid,
                 **arrays_of(i),
             )
         )
-        out[-1].notes["qid"] = qid
     meta["paths"] = {int(k): v for k, v in meta["paths"].items()}
     return out, meta

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
 from ragx.config import DEFAULTS_PATH, load_settings
+from ragx.eval.report import git_commit
 from ragx.scoring.params import Params
 
 MARKER = "---- [search]: written by `python -m lab promote` ----"
@@ -26,17 +24,26 @@ def current_defaults() -> Params:
     return load_settings(None, warn=False).search
 
 
-def eval_cli(repo: Path, dataset: dict[str, Any], split: str, configs: dict[str, str], extra: list[str] | None = None) -> dict[str, Any]:
-    """Run the real `ragx eval beir` on one dataset and return that dataset's part of its ragx.eval.v2 document."""
-    cmd = [sys.executable, "-m", "ragx.cli.main", "eval", "beir", str(dataset["data_dir"]), "--split", split, "--json"]
-    if dataset.get("cache"):
-        cmd += ["--cache", str(dataset["cache"])]
-    for name, spec in configs.items():
-        cmd += ["-c", f"{name}={spec}"]
-    done = subprocess.run(cmd + (extra or []), capture_output=True, text=True, cwd=repo)
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"ragx eval failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout)["datasets"][0]
+def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None) -> dict[str, Any]:
+    """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ...` computes for one dataset, in this
+    process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
+    from ragx.eval.beir import cache_dir_for, open_collection
+    from ragx.eval.suite import evaluate_dataset
+
+    data_dir = Path(dataset["data_dir"])
+    corpus, made, _ = open_collection(data_dir, Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir), split)
+    specs = [f"{name}={spec}" for name, spec in configs.items()] if configs else None
+    meta = {"dataset": data_dir.resolve().name, "split": split, "command": "python -m lab promote", "commit": git_commit(Path(__file__).parent)}
+    return evaluate_dataset(corpus, made.queries[split], specs, None, meta)
+
+
+def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> None:
+    """Rewrite one regression baseline (and its report) from an evaluation of the new defaults."""
+    from ragx.eval.gate import DEFAULT_TOLERANCE, write_baseline
+    from ragx.eval.markdown import write_report
+
+    write_baseline(baseline, doc["dataset"], doc["split"], doc["files"]["means"], DEFAULT_TOLERANCE, doc["command"], doc.get("budgets"))
+    write_report(doc, reports, f"{doc['dataset']}-{doc['split']}")
 
 
 def spec_of(params: Params, base: Params) -> str:
@@ -80,7 +87,7 @@ def promote(cfg, repo: Path) -> int:
     for item in cfg.promote.heldout:
         with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
             ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
-        doc = eval_cli(repo, ds, item["split"], {"current": "graph", "candidate": spec})
+        doc = eval_heldout(ds, item["split"], {"current": "graph", "candidate": spec})
         means = doc["files"]["means"]
         for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
             cur, new = means["current"][name], means["candidate"][name]
@@ -103,7 +110,7 @@ def promote(cfg, repo: Path) -> int:
         with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
             ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
         baseline = repo / "reports" / "baselines" / f"{item['dataset']}-{item['split']}.json"
-        if baseline.exists():
-            eval_cli(repo, ds, item["split"], {}, ["--write-baseline", str(baseline), "--report", str(repo / "reports")])
+        if baseline.exists():  # evaluated afresh: Corpus.open reads the defaults just written
+            write_baseline_of(eval_heldout(ds, item["split"], None), baseline, repo / "reports")
             print(f"updated {baseline}")
     return 0

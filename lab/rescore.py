@@ -24,7 +24,7 @@ class Rescored:
 
 
 def file_run(passes: list[Candidates], params: Params, paths: dict[int, str]) -> dict[str, dict[str, float]]:
-    return {c.notes["qid"]: query_file_run(c, score(c, params), params, paths, DEPTH) for c in passes}
+    return {c.qid: query_file_run(c, score(c, params), params, paths, DEPTH) for c in passes}
 
 
 def rescore(passes: list[Candidates], params: Params, qrels: dict[str, dict[str, int]], paths: dict[int, str]) -> Rescored:

@@ -15,7 +15,6 @@ from typing import Any, cast
 import numpy as np
 
 from ragx.config import load_settings
-from ragx.eval.runner import run_eval
 from ragx.eval.presets import EvalConfig
 from ragx.search.candidates import PassCaps
 from ragx.search.params import Params
@@ -207,11 +206,9 @@ def best_params_toml(params: dict[str, Any], metrics: dict[str, float], cfg) -> 
 
 def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str, float]]:
     """Time one live evaluation of the split (passes + scoring + metrics), as `ragx eval` would run it."""
-    searcher = corpus.searcher
-    searcher.refresh()
     started = time.perf_counter()
-    result = run_eval(searcher, queries, [EvalConfig("live", "graph", params, expand=False)])
-    return time.perf_counter() - started, result.file_means["live"]
+    doc = corpus.evaluate(queries, [EvalConfig("live", "graph", params, expand=False)])
+    return time.perf_counter() - started, doc["files"]["means"]["live"]
 
 
 def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], objective: str, points: int = 9) -> dict[str, list]:

@@ -160,27 +160,36 @@ class Corpus:
             searcher.check_model()
             return rank_communities(searcher.store, snap, qvec, text, top, chunks)
 
-    def evaluate(self, queries_path: str | Path, specs: list[str] | None = None, progress=None) -> dict[str, Any]:
-        """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document."""
+    def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None) -> dict[str, Any]:
+        """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document.
+
+        `queries` is a queries file or already-loaded LabelledQuery objects; `configs` holds `--config`
+        specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None.
+        """
         from .eval.presets import DEFAULT_CONFIGS, parse_config
         from .eval.queries import check_labelled_files, load_queries
         from .eval.runner import DEPTH, run_eval
 
-        queries = load_queries(Path(queries_path))
-        configs = [parse_config(s, self.settings.search) for s in (specs or DEFAULT_CONFIGS)]
-        names = [c.name for c in configs]
+        source: Path | None = None
+        if isinstance(queries, (str, Path)):
+            source = Path(queries)
+            labelled = load_queries(source)
+        else:
+            labelled = list(queries)
+        parsed = [parse_config(c, self.settings.search) if isinstance(c, str) else c for c in (configs or DEFAULT_CONFIGS)]
+        names = [c.name for c in parsed]
         if len(set(names)) != len(names):
             raise UsageError(f"--config names must be unique, got {names}")
         searcher = self.searcher
         searcher.refresh()
-        check_labelled_files(queries, searcher.store.files(), queries_path)
-        result = run_eval(searcher, queries, configs, progress)
+        check_labelled_files(labelled, searcher.store.files(), source or "the labelled queries")
+        result = run_eval(searcher, labelled, parsed, progress)
         counts = searcher.store.counts()
         return result.document(
             {
                 "corpus": str(self.root),
-                "queries_file": str(queries_path),
-                "n_queries": len(queries),
+                "queries_file": str(source) if source is not None else None,
+                "n_queries": len(labelled),
                 "n_files": counts["files"],
                 "n_chunks": counts["chunks"],
                 "model": searcher.manifest.get("embedder"),

@@ -137,6 +137,9 @@ class Tally:
     answers: list[tuple[str, dict]] = field(default_factory=list)   # (who, document) to check at the end
     lock: threading.Lock = field(default_factory=threading.Lock)
     readers_done: threading.Event = field(default_factory=threading.Event)
+    # Seconds the writer and the MCP client wait between actions once they have met their own targets,
+    # so the slow CLI readers (a process each) get the CPU to reach theirs; the race goes on meanwhile.
+    pace: float = 0.0
     cli_done: threading.Event = field(default_factory=threading.Event)
     stop_at: float = float("inf")  # time.monotonic() after which readers start nothing new (--max-seconds)
 
@@ -169,6 +172,8 @@ def writer(root: Path, truth: Truth, tally: Tally, commits: int, fake: bool) -> 
         truth.record(root / ".ragx" / "index.sqlite")
         with tally.lock:
             tally.commits += 1
+        if tally.commits >= commits:
+            time.sleep(tally.pace)
 
 
 def cli_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool, seed: int) -> None:
@@ -182,6 +187,9 @@ def cli_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool,
         )
         with tally.lock:
             tally.queries += 1
+            if tally.queries % 100 == 0:  # progress on stderr: a long race is otherwise silent
+                print(f"race: {tally.queries} CLI queries, {tally.searches} MCP searches, {tally.commits} commits, "
+                      f"{len(tally.errors)} errors", file=sys.stderr, flush=True)
         if done.returncode not in (0, 1):  # 1: answered, nothing found
             tally.error(f"query: exit {done.returncode}: {done.stderr}")
             continue
@@ -195,6 +203,7 @@ def cli_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool,
 
 
 async def _mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool, errlog) -> None:
+    import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     args = ["mcp", "--root", str(root)]
@@ -215,6 +224,8 @@ async def _mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake
                     continue
                 with tally.lock:
                     tally.answers.append(("mcp", res.structured_content))
+                if done >= n:
+                    await anyio.sleep(tally.pace)
 
 
 def mcp_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool, log: Path) -> None:
@@ -259,8 +270,9 @@ def check_all(truth: Truth, tally: Tally) -> None:
                 tally.mislabelled.append(f"{who}: {problems[0]}")
 
 
-def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: bool, log: Path, max_seconds: float) -> Tally:
-    truth, tally = Truth(), Tally()
+def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: bool, log: Path, max_seconds: float,
+         pace: float = 0.0) -> Tally:
+    truth, tally = Truth(), Tally(pace=pace)
     tally.stop_at = time.monotonic() + max_seconds
     first = subprocess.run(ragx_argv(["index", "--root", str(root)], fake), capture_output=True, text=True, env=child_env(fake))
     if first.returncode != 0:
@@ -296,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=float("inf"), help="readers start nothing new after this (the counts say what ran)")
     ap.add_argument("--fake", action="store_true", help="use the tests' fast hashing embedder instead of the model")
     ap.add_argument("--frozen-code", type=Path, default=None, help="run ragx from this copy of its source (a folder holding ragx/)")
+    ap.add_argument("--pace", type=float, default=0.0, help="seconds between commits and between MCP searches once their targets are met")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.frozen_code is not None:
@@ -304,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         make_corpus(a.make_corpus, a.root, a.files)
     root = a.root.resolve()
     started = time.perf_counter()
-    tally = race(root, cli=a.cli, mcp=a.mcp, commits=a.commits, parallel=a.parallel, fake=a.fake, log=root.parent / "race-server.err", max_seconds=a.max_seconds)
+    tally = race(root, cli=a.cli, mcp=a.mcp, commits=a.commits, parallel=a.parallel, fake=a.fake, log=root.parent / "race-server.err", max_seconds=a.max_seconds,
+                 pace=a.pace)
     figures = {
         "queries": tally.queries, "searches": tally.searches, "commits": tally.commits, "results_checked": tally.results,
         "errors": len(tally.errors), "mislabelled": len(tally.mislabelled), "seconds": round(time.perf_counter() - started, 1),

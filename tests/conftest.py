@@ -32,4 +32,6 @@ def fake_model(monkeypatch):
     import ragx.models.registry as registry
     from fakes import HashEmbedder
 
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+    embedder = HashEmbedder()
+    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: embedder)
+    return embedder

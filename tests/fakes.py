@@ -6,6 +6,7 @@ model. It implements the same Embedder and TokenCounter protocols as the real en
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import zlib
@@ -74,3 +75,15 @@ def make_corpus(root: Path, n_per_topic: int = 6) -> None:
             body = "\n\n".join(f"## Part {p}\n\n" + " ".join(rng.choice(w) for _ in range(40)) for p in range(3))
             (root / f"{topic}-{i}.md").write_text(f"# {topic} {i}\n\n{body}\n", encoding="utf-8")
     (root / "notes.txt").write_text("A plain text note about bread and the oven.\n", encoding="utf-8")
+
+
+def beir_folder(path: Path, words: dict[str, str]) -> Path:
+    """A BEIR folder (corpus, queries, qrels/test.tsv): one document per word list, one query per document
+    made of its first two words."""
+    (path / "qrels").mkdir(parents=True)
+    (path / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in words.items()) + "\n")
+    queries = [{"_id": f"q{i}", "text": v.split()[0] + " " + v.split()[1]} for i, v in enumerate(words.values())]
+    (path / "queries.jsonl").write_text("\n".join(json.dumps(x) for x in queries) + "\n")
+    qrels = "".join(f"q{i}\t{k}\t1\n" for i, k in enumerate(words))
+    (path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return path

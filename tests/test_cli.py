@@ -6,14 +6,9 @@ import json
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 @pytest.fixture

@@ -37,10 +37,7 @@ CAPS = PassCaps(dense_n=30, lexical_n=30, hops=2, query_floor=0.1)
 
 
 @pytest.fixture
-def corpus_and_queries(tmp_path, monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+def corpus_and_queries(tmp_path, fake_model):
     root = tmp_path / "corpus"
     root.mkdir()
     make_corpus(root, n_per_topic=8)

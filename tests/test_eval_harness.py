@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 from cli_runner import call
-from fakes import TOPICS, HashEmbedder, make_corpus
+from fakes import TOPICS, HashEmbedder, beir_folder, make_corpus
 
 from ragx.api import Corpus
 from ragx.config import load_settings
@@ -26,11 +26,7 @@ from ragx.search.score import Ranking
 BROKEN_RRF_K = 77.0  # a configuration with this rrf_k gets the broken scoring below
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 def topic_queries(n_per_topic: int, per_topic: int = 8) -> list[dict]:
@@ -156,16 +152,6 @@ def test_unknown_reference_is_a_usage_error(corpus, capsys):
     root, q = corpus
     code, _, err = call(capsys, "eval", str(q), "--root", str(root), "-c", "dense", "--reference", "nope")
     assert code == 2 and "--reference 'nope'" in err
-
-
-def beir_folder(path, words: dict[str, str]):
-    (path / "qrels").mkdir(parents=True)
-    (path / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in words.items()) + "\n")
-    queries = [{"_id": f"q{i}", "text": v.split()[0] + " " + v.split()[1]} for i, v in enumerate(words.values())]
-    (path / "queries.jsonl").write_text("\n".join(json.dumps(x) for x in queries) + "\n")
-    qrels = "".join(f"q{i}\t{k}\t1\n" for i, k in enumerate(words))
-    (path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
-    return path
 
 
 def test_several_datasets_in_one_run(tmp_path, capsys, monkeypatch):

@@ -31,10 +31,7 @@ SPECS = [
 
 
 @pytest.fixture
-def setup(tmp_path, monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+def setup(tmp_path, fake_model):
     root = tmp_path / "corpus"
     root.mkdir()
     make_corpus(root, n_per_topic=10)

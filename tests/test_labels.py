@@ -8,10 +8,9 @@ import sqlite3
 import numpy as np
 import pytest
 from cli_runner import call
-from fakes import TOPICS, HashEmbedder, make_corpus
+from fakes import TOPICS, make_corpus
 
 from ragx.index.labels import KEEP_JACCARD, CommunityLabel, Membership, carry_over, label_communities, reuse
-from ragx.models import registry
 
 STARS = "stars galaxies telescope orbit planet comet nebula".split()
 BREAD = "flour butter oven bake bread recipe dough yeast".split()
@@ -122,9 +121,7 @@ def test_term_counts_are_cached_by_chunk_id_and_text(tmp_path, monkeypatch):
 
 # ---- through the CLI --------------------------------------------------------------------------------
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 @pytest.fixture

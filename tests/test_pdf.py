@@ -7,11 +7,10 @@ import sqlite3
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
+from fakes import make_corpus
 from pdfs import write_pdf
 
 from ragx.ingest.pdf import PdfText, chunk_pdf
-from ragx.models import registry
 
 PAGES = [
     "Annual report of the harbour board.\nThe board met four times this year.",
@@ -23,11 +22,7 @@ PAGES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    embedder = HashEmbedder()
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: embedder)
-    return embedder
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 @pytest.fixture

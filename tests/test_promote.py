@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import random
 import tomllib
 
-from ragx.config import DEFAULTS_PATH, load_settings
+from cli_runner import call
+from fakes import TOPICS, beir_folder
 
-from lab.promote import current_defaults, write_defaults
+from ragx.config import DEFAULTS_PATH, load_settings
+from ragx.eval.gate import check, read_baseline
+
+from lab.promote import current_defaults, eval_heldout, write_baseline_of, write_defaults
 
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
@@ -44,3 +50,23 @@ def test_old_weight_names_are_still_read_with_a_warning(tmp_path, isolated_rc, c
     assert (s.rerank_weight, s.lexical_weight, s.heat_weight) == (0.25, 0.125, 0.5)
     err = capsys.readouterr().err
     assert "search.alpha is deprecated, read as search.rerank_weight" in err and "search.beta" in err
+
+
+def test_the_held_out_check_is_ragx_eval_run_in_process(tmp_path, capsys, monkeypatch, fake_model):
+    """Promotion judges a winner with exactly what `ragx eval beir` prints (no subprocess, same floats),
+    and the baseline it rewrites is one the gate then passes."""
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(3)
+    words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in ("astronomy", "sailing") for i in range(6)}
+    data = beir_folder(tmp_path / "tiny", words)
+    configs = {"current": "graph", "candidate": "graph,decay=0.2,hops=1"}
+    doc = eval_heldout({"data_dir": str(data)}, "test", configs)
+    code, out, _ = call(capsys, "eval", "beir", str(data), "--split", "test", "--json", *[a for n, sp in configs.items() for a in ("-c", f"{n}={sp}")])
+    assert code in (0, 1)
+    assert doc["files"]["means"] == json.loads(out)["datasets"][0]["files"]["means"]
+    baseline = tmp_path / "base" / "tiny-test.json"
+    baseline.parent.mkdir()
+    write_baseline_of(doc, baseline, tmp_path / "reports")
+    assert check(read_baseline(baseline), doc["files"]["means"], None).passed
+    assert (tmp_path / "reports" / "tiny-test.md").exists()
+

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
+from fakes import make_corpus
 
 from ragx.agent.install import BEGIN, END, SKILL_TARGET, skill_text
-from ragx.models import registry
 
 # The fields SKILL.md tells an agent to read, per schema.
 FIELDS = {
@@ -34,9 +33,7 @@ RESULT_FIELDS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 @pytest.fixture

@@ -11,17 +11,13 @@ import subprocess
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder
 
 from ragx.index.dates import frontmatter_date, parse_date
-from ragx.models import registry
 
 BODY = "The harbour log: boats, tides, moorings and the keel of the old ketch were checked again."
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 def git(root, *args, when=None):

@@ -8,14 +8,11 @@ import tarfile
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
-
-from ragx.models import registry
+from fakes import make_corpus
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 @pytest.fixture

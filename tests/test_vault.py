@@ -16,11 +16,7 @@ from ragx.config import load_settings
 from ragx.index.build import run_index
 
 
-@pytest.fixture(autouse=True)
-def fake_model(monkeypatch):
-    import ragx.models.registry as registry
-
-    monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: HashEmbedder())
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
 def _note(title: str, desc: str, body: str, tags: str = "[]") -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ragx.index.layout import Layout
+from ragx.index.store import Store
 from ragx.search.candidates import Candidates, PassCaps
 
 from ..builds import prepare
@@ -46,7 +47,7 @@ class Split:
 
     @property
     def qids(self) -> list[str]:
-        return [c.notes["qid"] for c in self.passes]
+        return [c.qid for c in self.passes]
 
 
 def build(collection: str, split: str, force: bool = False) -> Path:
@@ -83,13 +84,9 @@ def fold_of(qid: str, folds: int = CV_FOLDS) -> int:
 
 
 def subset(s: Split, keep) -> Split:
-    passes = [c for c in s.passes if keep(c.notes["qid"])]
-    qids = {c.notes["qid"] for c in passes}
+    passes = [c for c in s.passes if keep(c.qid)]
+    qids = {c.qid for c in passes}
     return Split(s.name, s.collection, s.split, passes, {q: r for q, r in s.qrels.items() if q in qids}, s.paths, s.corpus_root, s.query_types)
-
-
-def index_db(s: Split) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{s.corpus_root / '.ragx' / 'index.sqlite'}?mode=ro", uri=True)
 
 
 @dataclass
@@ -106,11 +103,11 @@ class ChunkTable:
 
 
 def chunk_table(s: Split) -> ChunkTable:
-    db = index_db(s)
-    rows = db.execute("SELECT id, file_id, ordinal, text FROM chunks ORDER BY id").fetchall()
-    db.close()
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    return ChunkTable(ids, np.array([r[1] for r in rows], dtype=np.int64), np.array([r[2] for r in rows], dtype=np.int64), [r[3] for r in rows])
+    store = Store(Layout(s.corpus_root).db, readonly=True)
+    try:
+        return ChunkTable(*store.every_chunk())
+    finally:
+        store.close()
 
 
 if __name__ == "__main__":

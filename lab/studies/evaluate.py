@@ -43,7 +43,7 @@ def run_of(passes: list[Candidates], scorer: Scorer, paths: dict[int, str], file
     run = {}
     for c in passes:
         files, sums = file_ranking(c, scorer(c), file_chunks)
-        run[c.notes["qid"]] = {paths[f]: float(s) for f, s in zip(files[:DEPTH].tolist(), sums[:DEPTH].tolist())}
+        run[c.qid] = {paths[f]: float(s) for f, s in zip(files[:DEPTH].tolist(), sums[:DEPTH].tolist())}
     return run
 
 

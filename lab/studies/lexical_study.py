@@ -88,7 +88,7 @@ def run(collections=COLLECTIONS) -> dict:
     for coll in collections:
         s = data.load(coll, "test")
         ftexts, fpaths, ctexts, cpaths = corpus_units(s)
-        queries = {c.notes["qid"]: c.query for c in s.passes}
+        queries = {c.qid: c.query for c in s.passes}
         rows = {"ragx FTS5 (chunk, best chunk per file)": measure(s, lambda c: np.where(c.lexical > 0, c.lexical, -1.0))}
         for name, (unit, k1, b, stem, stop, folded) in VARIANTS.items():
             texts, owners = (ftexts, fpaths) if unit == "file" else (ctexts, cpaths)

@@ -55,7 +55,7 @@ def dataset(splits) -> tuple[np.ndarray, np.ndarray, list[int]]:
     xs, ys, groups = [], [], []
     for s, keep in splits:
         for c in s.passes:
-            qid = c.notes["qid"]
+            qid = c.qid
             if not keep(qid):
                 continue
             short, x = features(c)

@@ -248,6 +248,13 @@ class Store:
         rows = self.db.execute(f"SELECT c.id, {_INDEXED_TEXT_SQL} FROM chunks c ORDER BY c.id").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
 
+    def every_chunk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Every chunk's id (sorted), file id, ordinal in its file and stored text, in one query (studies
+        that read the whole table)."""
+        rows = self.db.execute("SELECT id, file_id, ordinal, text FROM chunks ORDER BY id").fetchall()
+        numbers = np.array([r[:3] for r in rows], dtype=np.int64).reshape(-1, 3)
+        return numbers[:, 0], numbers[:, 1], numbers[:, 2], [r[3] for r in rows]
+
     def chunk_ids_of_files(self, file_ids: Sequence[int]) -> np.ndarray:
         if not file_ids:
             return np.empty(0, np.int64)

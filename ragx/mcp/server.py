@@ -105,7 +105,14 @@ def build_server(service: Service) -> MCPServer:
         instructions=INSTRUCTIONS.format(root=service.root),
         log_level="WARNING",
     )
+    _add_search(server, service)
+    _add_index(server, service)
+    _add_status(server, service)
+    _add_inspect(server, service)
+    return server
 
+
+def _add_search(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=ToolAnnotations(title="Search the corpus", **READ_ONLY))
     def search(
         query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
@@ -132,6 +139,8 @@ def build_server(service: Service) -> MCPServer:
             graph=graph, no_graph=no_graph, no_lexical=no_lexical, no_rerank=no_rerank, no_expand=no_expand,
         ))
 
+
+def _add_index(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=ToolAnnotations(
         title="Update the index", read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False,
     ))
@@ -154,6 +163,8 @@ def build_server(service: Service) -> MCPServer:
 
         return _answer("index", lambda: service.index(path, progress=progress))
 
+
+def _add_status(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=ToolAnnotations(title="Index status", **READ_ONLY))
     def status() -> Document:
         """What the index holds (files, chunks, edges, communities, model, generation), whether it is
@@ -162,6 +173,8 @@ def build_server(service: Service) -> MCPServer:
         Cheap: loads no model."""
         return _answer("status", service.status)
 
+
+def _add_inspect(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=ToolAnnotations(title="Look inside the index", **READ_ONLY))
     def inspect(
         what: Annotated[
@@ -179,5 +192,3 @@ def build_server(service: Service) -> MCPServer:
         location, a file's chunks with their line ranges, a chunk's graph neighbours with edge weights,
         or the Leiden communities of the similarity graph."""
         return _answer("inspect", lambda: service.inspect(what, arg))
-
-    return server

@@ -412,105 +412,107 @@ def export_onnx(model_dir: str | os.PathLike[str], out_path: str | os.PathLike[s
     Loads strictly offline (``local_files_only``, ``HF_HUB_OFFLINE=1`` for the duration).
     Returns a small dict of provenance recorded in the sidecar.
     """
-    model_dir = Path(model_dir)
-    out_path = Path(out_path)
-    saved_env = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    try:
+    model_dir, out_path = Path(model_dir), Path(out_path)
+    with _offline():
         try:
-            import numpy as np
             import torch
             import transformers
-            from transformers import AutoModel
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ExportError(
-                "exporting the embedded model to ONNX needs torch and transformers "
-                f"(one-time step; {exc})"
-            ) from exc
-
-        prev_verbosity = transformers.logging.get_verbosity()
-        transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
-        try:
-            model = AutoModel.from_pretrained(
-                str(model_dir), local_files_only=True, attn_implementation="eager"
-            )
-        finally:
-            transformers.logging.set_verbosity(prev_verbosity)
-            transformers.logging.enable_progress_bar()
-        model.eval()
-
-        class _EncoderWrapper(torch.nn.Module):
-            """Positional ONNX inputs -> keyword call of the HF model -> last hidden state."""
-
-            def __init__(self, encoder: torch.nn.Module) -> None:
-                super().__init__()
-                self.encoder = encoder
-
-            def forward(self, input_ids, attention_mask, token_type_ids):
-                out = self.encoder(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    token_type_ids=token_type_ids,
-                )
-                return out.last_hidden_state
-
-        wrapper = _EncoderWrapper(model).eval()
-        cfg = model.config
-        gen = torch.Generator().manual_seed(1234)
-        lo = min(1000, cfg.vocab_size - 1)
-
-        def dummy(batch: int, seq: int) -> tuple[Any, Any, Any]:
-            ids = torch.randint(lo, cfg.vocab_size, (batch, seq), generator=gen, dtype=torch.long)
-            mask = torch.ones((batch, seq), dtype=torch.long)
-            for row in range(1, batch):  # later rows padded more and more
-                keep = max(2, seq - row * (seq // batch))
-                mask[row, keep:] = 0
-            ids = ids * mask + int(cfg.pad_token_id or 0) * (1 - mask)
-            return ids, mask, torch.zeros_like(ids)
-
-        axes = {0: "batch", 1: "sequence"}
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                wrapper,
-                dummy(2, 16),
-                str(out_path),
-                input_names=list(INPUT_NAMES),
-                output_names=[OUTPUT_NAME],
-                dynamic_axes={name: axes for name in (*INPUT_NAMES, OUTPUT_NAME)},
-                opset_version=OPSET,
-                do_constant_folding=True,
-                dynamo=False,
-            )
-
-        # Self-check on shapes the trace never saw (batch 3, length 37, two padded rows).
-        import onnxruntime as ort
-
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        sess = ort.InferenceSession(str(out_path), so, providers=["CPUExecutionProvider"])
-        ids, mask, types = dummy(3, 37)
-        with torch.no_grad():
-            ref = wrapper(ids, mask, types).numpy()
-        got = sess.run(
-            [OUTPUT_NAME],
-            {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "token_type_ids": types.numpy()},
-        )[0]
-        valid = mask.numpy().astype(bool)
-        diff = float(np.abs(ref - got)[valid].max())
+            raise ExportError(f"exporting the embedded model to ONNX needs torch and transformers (one-time step; {exc})") from exc
+        wrapper = _eager_encoder(model_dir)
+        dummy = _dummy_batches(wrapper.encoder.config)
+        _trace(wrapper, dummy(2, 16), out_path)
+        ort_version, diff = _check_against_torch(wrapper, dummy(3, 37), out_path)
         if not diff <= _MAX_EXPORT_DIFF:
             raise ExportError(f"ONNX export of {model_dir} disagrees with PyTorch (max |diff| {diff:.3g})")
-        return {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "onnxruntime": ort.__version__,
-            "export_max_abs_diff": diff,
-        }
+        return {"torch": torch.__version__, "transformers": transformers.__version__, "onnxruntime": ort_version,
+                "export_max_abs_diff": diff}
+
+
+@contextlib.contextmanager
+def _offline() -> Iterator[None]:
+    """Hugging Face libraries must not reach for the hub while exporting (these machines cannot)."""
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    try:
+        yield
     finally:
-        for k, v in saved_env.items():
+        for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _eager_encoder(model_dir: Path) -> Any:
+    """The model with eager attention, wrapped so ONNX's positional inputs reach it by keyword."""
+    import torch
+    import transformers
+    from transformers import AutoModel
+
+    previous = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    try:
+        model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+    finally:
+        transformers.logging.set_verbosity(previous)
+        transformers.logging.enable_progress_bar()
+
+    class _EncoderWrapper(torch.nn.Module):
+        def __init__(self, encoder: torch.nn.Module) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+
+    return _EncoderWrapper(model.eval()).eval()
+
+
+def _dummy_batches(cfg: Any):
+    """batch(rows, length) -> (ids, mask, types): random tokens, later rows padded more and more."""
+    import torch
+
+    gen = torch.Generator().manual_seed(1234)
+    lo = min(1000, cfg.vocab_size - 1)
+
+    def batch(rows: int, length: int) -> tuple[Any, Any, Any]:
+        ids = torch.randint(lo, cfg.vocab_size, (rows, length), generator=gen, dtype=torch.long)
+        mask = torch.ones((rows, length), dtype=torch.long)
+        for row in range(1, rows):
+            mask[row, max(2, length - row * (length // rows)):] = 0
+        ids = ids * mask + int(cfg.pad_token_id or 0) * (1 - mask)
+        return ids, mask, torch.zeros_like(ids)
+
+    return batch
+
+
+def _trace(wrapper: Any, inputs: tuple[Any, Any, Any], out_path: Path) -> None:
+    import torch
+
+    axes = {0: "batch", 1: "sequence"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            wrapper, inputs, str(out_path),
+            input_names=list(INPUT_NAMES), output_names=[OUTPUT_NAME],
+            dynamic_axes={name: axes for name in (*INPUT_NAMES, OUTPUT_NAME)},
+            opset_version=OPSET, do_constant_folding=True, dynamo=False,
+        )
+
+
+def _check_against_torch(wrapper: Any, inputs: tuple[Any, Any, Any], out_path: Path) -> tuple[str, float]:
+    """(onnxruntime version, largest |onnx - torch| over real tokens) on shapes the trace never saw."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(out_path), so, providers=["CPUExecutionProvider"])
+    ids, mask, types = inputs
+    with torch.no_grad():
+        ref = wrapper(ids, mask, types).numpy()
+    got = sess.run([OUTPUT_NAME], {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "token_type_ids": types.numpy()})[0]
+    return ort.__version__, float(np.abs(ref - got)[mask.numpy().astype(bool)].max())

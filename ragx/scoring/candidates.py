@@ -64,6 +64,9 @@ class Candidates:
     # The second edge type: (m, 2) file ids of linked files among the candidates' files, each unordered
     # pair once (ragx/search/link_edges.py); None when the pass did not read the link table.
     link_pairs: np.ndarray | None = None
+    # The labelled query this pass answers, when it came from a query set (the lab's pass cache);
+    # empty for a user's query.
+    qid: str = ""
 
     def __post_init__(self):
         if self.rerank is None:
@@ -92,5 +95,5 @@ CACHE_COLUMNS = {
     "nbr": np.int64,
     "weight": np.float64,
 }
-CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs")
+CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs", "qid")
 NOT_CACHED = ("rerank", "rerank_model", "notes")
