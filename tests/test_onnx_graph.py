@@ -124,11 +124,23 @@ def test_first_use_says_what_it_does(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_numpy_query_path_equals_onnxruntime(counter: WordPieceCounter, tmp_path: Path) -> None:
-    """A one-shot query is embedded in numpy (no session yet); it must equal the onnxruntime vectors."""
+    """A one-shot query (a process's first, no session yet) is embedded in numpy; it must equal the
+    onnxruntime vectors. One fresh embedder per text: each text is some process's first query."""
     texts = _parity_texts(counter)
-    emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=tmp_path)
-    queries = np.stack([emb.embed_query(t) for t in texts])
-    assert emb._session is None and not (tmp_path / "onnx").exists()  # no session, no conversion
-    docs = emb.embed_documents(texts, batch_size=8)
+    queries = np.stack([EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=tmp_path).embed_query(t) for t in texts])
+    assert not (tmp_path / "onnx").exists()  # no session, no conversion
+    docs = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=tmp_path).embed_documents(texts, batch_size=8)
     assert queries.dtype == np.float32
     np.testing.assert_allclose(queries, docs, atol=1e-5)
+
+
+@pytest.mark.model
+def test_a_process_that_asks_again_is_served_by_the_session(tmp_path: Path) -> None:
+    """Numpy is for one-shots only: it is ~30x slower per query than the session, which a long-lived
+    process (MCP, eval) starts at its second query; from then on query and document vectors are equal."""
+    emb = EmbeddedEmbedder(_model_dir(), DEFAULT_MODEL, cache_dir=tmp_path)
+    emb.embed_query("first question")
+    assert not (tmp_path / "onnx").exists()
+    second = emb.embed_query("second question")
+    assert (tmp_path / "onnx").exists()
+    np.testing.assert_array_equal(second, emb.embed_documents(["second question"], batch_size=1)[0])

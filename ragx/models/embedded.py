@@ -143,6 +143,7 @@ class EmbeddedEmbedder:
         self._tokenizer: Any = None
         self._counter: WordPieceCounter | None = None
         self._numpy: Any = None  # NumpyBert, False when the model is not one it serves
+        self._numpy_used = False  # the numpy path serves a process's first query only
 
     # -- identity -------------------------------------------------------------------------
 
@@ -232,9 +233,12 @@ class EmbeddedEmbedder:
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One text. Until an onnxruntime session exists (a one-shot query), a BERT model runs in numpy
-        over its memory-mapped weights: same vectors (to 1e-5), without the session's start-up cost."""
-        if self._session is None and self._pooling == "mean" and self._numpy_encoder() is not None:
+        """One text. A process's first query, when no onnxruntime session exists yet (a one-shot
+        `ragx query`), runs a BERT model in numpy over its memory-mapped weights: same vectors (to
+        1e-5), without the session's start-up cost. A process that asks again is long-lived (MCP, eval):
+        numpy is ~30x slower per query than the session, so from the second query on the session serves."""
+        if self._session is None and not self._numpy_used and self._pooling == "mean" and self._numpy_encoder() is not None:
+            self._numpy_used = True
             ids = self._tokenize([text])[0]
             hidden = self._numpy.hidden(ids)[None]
             return _pool_and_normalize(hidden, np.ones((1, len(ids)), np.int64), "mean")[0]

@@ -60,6 +60,7 @@ class Searcher:
         self._reranker_factory = reranker_factory
         self._expander_factory = expander_factory  # LLM query expansion (ragx/models/expand.py), None = off
         self._generation: int | None = None
+        self._embedder_warm = False
         self.snapshot: Snapshot | None = None
         self.manifest: dict = {}
 
@@ -120,9 +121,13 @@ class Searcher:
         return self.pass_with_caps(query, params.caps(), expand=expand, filters=filters)
 
     def pass_with_caps(self, query: str, caps: PassCaps, *, expand: bool = True, filters: Filters = NO_FILTERS) -> Candidates:
-        """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs)."""
+        """The retrieval pass under explicit caps (eval and the lab ask for the widest any config needs).
+
+        Their many queries all take their vectors from the embedder's batch path (its session started
+        up front), so a pass cache and a live evaluation see the same floats whatever ran first."""
         if not query.strip():
             raise UsageError("empty query")
+        self._warm_embedder()
         variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, expand)
         with self.reading() as snap:
             self.check_model()
@@ -130,6 +135,12 @@ class Searcher:
         if note is not None:
             c.notes["expand"] = note
         return c
+
+    def _warm_embedder(self) -> None:
+        load = getattr(self.embedder, "load", None)  # engines without a start-up step have none
+        if callable(load) and not self._embedder_warm:
+            load()
+            self._embedder_warm = True
 
     def _pass(self, query: str, qvecs: np.ndarray, variants: list[str], snap: Snapshot, caps: PassCaps, filters: Filters) -> Candidates:
         """The retrieval pass inside the caller's read transaction: filtered rows, then the link edges
