@@ -222,3 +222,12 @@ def test_vectors_are_kept_per_embedder_mode_and_query_prefix(tmp_path):
     emb.query_prefix = "query: "  # the manifest's name leaves the query prefix out; the key does not
     assert embed_texts(emb, texts, modes, cache)[1] == 1  # the document vector is still good
     assert cache.counts() == {"answers": 0, "vectors": 5}
+
+
+def test_a_stored_answer_the_parser_now_rejects_is_asked_again(corpus, chat, isolated_expand_cache):
+    """Answers are stored raw and parsed on every read: one a stricter parser rejects is a miss, replaced."""
+    expander = Corpus(corpus).expander
+    ExpansionCache(isolated_expand_cache).put_answer(expander.cache_identity(), QUERIES[1], "no JSON here", True)
+    doc = Corpus(corpus).query(QUERIES[1])
+    assert doc["expand"]["used"] and doc["expand"]["cache"] == "miss" and chat_calls(chat) == 1
+    assert Corpus(corpus).query(QUERIES[1])["expand"]["cache"] == "hit" and chat_calls(chat) == 1
