@@ -75,6 +75,7 @@ class ExpandSettings:
     max_retries: int
     variants: int
     hyde: bool
+    cache: bool              # keep answers and their vectors in <cache dir>/expand/ (ragx/models/expand_cache.py)
 
 
 @dataclass(frozen=True)

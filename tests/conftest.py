@@ -19,6 +19,16 @@ def isolated_rc(tmp_path_factory, monkeypatch):
     return rc
 
 
+@pytest.fixture(autouse=True)
+def isolated_expand_cache(tmp_path_factory, monkeypatch):
+    """No test reads or writes the developer's expansion cache: each test gets its own, empty file."""
+    import ragx.models.expand_cache as expand_cache
+
+    path = tmp_path_factory.mktemp("expand-cache") / "expand.sqlite3"
+    monkeypatch.setattr(expand_cache, "default_path", lambda: path)
+    return path
+
+
 @pytest.fixture
 def hash_embedder():
     from fakes import HashEmbedder

@@ -83,7 +83,8 @@ def test_variants_fan_out_to_dense_legs_and_are_listed(corpus, chat, capsys):
     doc = json.loads(out)
     assert code == 0 and "warning" not in err
     assert doc["variants"] == [QUERY, *VARIANTS, HYDE]
-    assert doc["expand"] == {"used": True, "model": "chat-7b", "variants": 2, "hyde": True, "structured_output": True}
+    assert doc["expand"] == {"used": True, "model": "chat-7b", "variants": 2, "hyde": True, "structured_output": True,
+                             "cache": "miss", "cached_vectors": 0}
     # The variants' legs (about astronomy) seeded results the query alone (about baking) did not.
     seeds_from_variants = [
         r for r in doc["results"]

@@ -9,6 +9,10 @@ RRF fusion.
 
 Expansion is optional: a failed call or a malformed answer means the query runs unexpanded, with one
 warning on stderr and the reason in the query document (``expand.skipped``).
+
+With ``expand.cache`` on (the default) answers and their vectors are kept in a persistent cache
+(ragx/models/expand_cache.py), so a query asked again -- interactively, by `ragx eval` or by the lab --
+makes no chat call and embeds nothing new; the query document's ``expand.cache`` says "hit" or "miss".
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import numpy as np
 from ..errors import ProviderError
 from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_api_key, resolve_base_url
 
-__all__ = ["ChatExpander", "Expansion", "ExpansionFormatError", "expansion_legs", "parse_answer"]
+__all__ = ["ChatExpander", "Expansion", "ExpansionFormatError", "expansion_legs", "parse_answer", "prompt_hash"]
 
 MAX_VARIANTS = 4
+TEMPERATURE = 0
+MAX_TOKENS = 1024  # room for models that think aloud before the JSON
 
 
 class ExpansionFormatError(ProviderError):
@@ -77,6 +83,15 @@ def _schema(n: int) -> dict[str, Any]:
         "required": ["variants", "hyde"],
         "additionalProperties": False,
     }
+
+
+def prompt_hash(n: int, hyde: bool) -> str:
+    """A hash of the prompt template as sent: the system prompt, the user prompt built around a placeholder
+    query, and the JSON schema asked for. Editing any of them changes it, so cached answers to the old
+    prompt are no longer found."""
+    from .expand_cache import digest
+
+    return digest([_SYSTEM, _prompt("\x00{query}\x00", n, hyde), _schema(n)])[:16]
 
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
@@ -138,6 +153,7 @@ class ChatExpander:
         variants: int = 3,
         hyde: bool = True,
         backoff: float = 0.5,
+        cache: Any = None,
     ) -> None:
         model = (model or "").strip()
         if not model:
@@ -160,6 +176,7 @@ class ChatExpander:
             retry_timeouts=False,  # a generation too slow once is as slow the next time
         )
         self._structured = True  # cleared when the server rejects response_format
+        self.cache = cache  # an ExpansionCache (ragx/models/expand_cache.py), None = expand.cache off
 
     def __repr__(self) -> str:
         return f"ChatExpander({self.model!r}, base_url={self.base_url!r})"
@@ -171,8 +188,8 @@ class ChatExpander:
                 {"role": "system", "content": _SYSTEM},
                 {"role": "user", "content": _prompt(query, self.n, self.hyde)},
             ],
-            "temperature": 0,
-            "max_tokens": 1024,  # room for models that think aloud before the JSON
+            "temperature": TEMPERATURE,
+            "max_tokens": MAX_TOKENS,
         }
         if structured:
             payload["response_format"] = {
@@ -180,6 +197,15 @@ class ChatExpander:
                 "json_schema": {"name": "query_expansion", "strict": True, "schema": _schema(self.n)},
             }
         return payload
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What an answer depends on besides the query: the cache key's other parts."""
+        return {
+            "generator": self.name,
+            "base_url": self.base_url,
+            "prompt": prompt_hash(self.n, self.hyde),
+            "settings": {"variants": self.n, "hyde": self.hyde, "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS},
+        }
 
     def expand(self, query: str) -> Expansion:
         started = time.perf_counter()
@@ -209,6 +235,27 @@ def _content(doc: dict[str, Any]) -> str:
     return content
 
 
+def _expansion(expander: Any, query: str) -> tuple[Expansion, bool]:
+    """(the expansion, whether it came from the cache)."""
+    cache = getattr(expander, "cache", None)
+    if cache is None:
+        return expander.expand(query), False
+    identity = expander.cache_identity()
+    stored = cache.answers(identity, [query]).get(query)
+    if stored is not None:
+        content, structured = stored
+        try:
+            variants, passage = parse_answer(content, query, expander.n, expander.hyde)
+            return Expansion(variants, passage, expander.model, 0.0, structured, content), True
+        except ExpansionFormatError:
+            pass  # stored before a parser change that now rejects it: ask again (the answer replaces it)
+    # A failed call or a malformed answer raises here, before anything is stored: failures are never
+    # cached, so a later run asks the server again.
+    exp = expander.expand(query)
+    cache.put_answer(identity, query, exp.raw, exp.structured)
+    return exp, False
+
+
 def expansion_legs(
     expander_factory: Callable[[], Any], embedder: Any, query: str, warn: Callable[[str, str], object]
 ) -> tuple[list[str], np.ndarray | None, dict[str, Any]]:
@@ -216,25 +263,29 @@ def expansion_legs(
 
     Any failure of the expander (building it, the call, the answer) degrades to no extra legs; it is
     reported through `warn(key, message)` and in the note. Embedding failures are not caught: the
-    query itself needs the same embedder.
+    query itself needs the same embedder. Answers and vectors go through the expander's cache, if any.
     """
+    from .expand_cache import DOCUMENT, QUERY, embed_texts
+
     try:
         expander = expander_factory()
-        exp = expander.expand(query)
+        exp, hit = _expansion(expander, query)
     except ProviderError as exc:
         reason = str(exc)
         warn(f"expand:{type(exc).__name__}:{reason}", f"query expansion skipped: {reason}")
         return [], None, {"used": False, "skipped": reason}
-    texts = list(exp.variants)
-    vecs = [embedder.embed_query(v) for v in exp.variants]
-    if exp.hyde:
-        texts.append(exp.hyde)
-        vecs.append(embedder.embed_documents([exp.hyde], batch_size=1)[0])
+    texts = [*exp.variants, *([exp.hyde] if exp.hyde else [])]
+    modes = [QUERY] * len(exp.variants) + [DOCUMENT] * (len(texts) - len(exp.variants))
+    cache = getattr(expander, "cache", None)
+    vecs, reused = embed_texts(embedder, texts, modes, cache)
     note = {
         "used": bool(texts),
         "model": exp.model,
         "variants": len(exp.variants),
         "hyde": exp.hyde is not None,
         "structured_output": exp.structured,
+        "cache": "off" if cache is None else "unavailable" if cache.broken else "hit" if hit else "miss",
     }
-    return texts, (np.stack(vecs).astype(np.float32) if vecs else None), note
+    if cache is not None and not cache.broken:
+        note["cached_vectors"] = reused
+    return texts, vecs, note

@@ -133,6 +133,7 @@ def make_expander(expand: Any) -> Any | None:
     if not expand.enabled:
         return None
     from .expand import ChatExpander
+    from .expand_cache import ExpansionCache
 
     return ChatExpander(
         expand.model,
@@ -142,6 +143,7 @@ def make_expander(expand: Any) -> Any | None:
         max_retries=expand.max_retries,
         variants=expand.variants,
         hyde=expand.hyde,
+        cache=ExpansionCache() if expand.cache else None,
     )
 
 
