@@ -47,7 +47,8 @@ def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> Non
 
 
 def spec_of(params: Params, base: Params) -> str:
-    changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v}
+    """An eval spec on the `graph` preset; that preset turns rerank off, so a reranking candidate states its weight."""
+    changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v or (k == "rerank_weight" and v > 0)}
     return ",".join(["graph", *(f"{k}={v}" for k, v in changed.items())])
 
 
@@ -80,7 +81,13 @@ def promote(cfg, repo: Path) -> int:
         print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
               "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
         return 1
-    candidate = candidate.replace(top=old.top, rerank_weight=old.rerank_weight, shortlist=old.shortlist)  # not swept
+    # Knobs the study did not sweep keep their current values (rerank_weight and shortlist are swept
+    # when a reranker was configured: the rerank-score cache makes their offline re-scoring exact).
+    candidate = candidate.replace(**{k: getattr(old, k) for k in ("top", "rerank_weight", "shortlist") if k not in best.params})
+    if candidate.rerank_weight > 0 and not load_settings(None, warn=False).rerank.model.strip():
+        print("lab promote: refused: the winner reranks (rerank_weight > 0) but no [rerank] model is configured, "
+              "so the held-out `ragx eval` could not measure it")
+        return 1
     spec = spec_of(candidate, old)
     metric, tol = cfg.promote.metric, float(cfg.promote.tolerance)
     verdicts, lines = [], []

@@ -30,6 +30,9 @@ class Corpus:
         self.settings = settings or load_settings(root)
         self.layout = Layout(root)
         self._loaded: dict[str, Any] = {}  # models and the searcher, built on first use
+        # The rerank-score cache file (ragx/models/rerank_cache.py); None: <ragx cache>/rerank/scores.sqlite.
+        # The lab points it beside its pass caches before the reranker is first built.
+        self.rerank_scores: Path | None = None
 
     def _lazy(self, name: str, make):
         if name not in self._loaded:
@@ -71,12 +74,15 @@ class Corpus:
         return self._lazy("reranker", self._make_reranker)
 
     def _make_reranker(self):
+        """The cross-encoder behind the score cache, so no (reranker, query, chunk) pair is scored twice."""
         from .models.registry import make_reranker
+        from .models.rerank_cache import CachedReranker
 
         try:
-            return make_reranker(self.settings.rerank)
+            reranker = make_reranker(self.settings.rerank)
         except ValueError as exc:
             raise ConfigError(f"[rerank] {exc}") from None
+        return None if reranker is None else CachedReranker(reranker, self.rerank_scores)
 
     @property
     def expander(self):
