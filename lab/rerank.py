@@ -76,10 +76,11 @@ class ShortlistScorer:
 
 def shortlist_scorer(corpus: Any, pass_root: Path) -> ShortlistScorer | None:
     """The corpus's configured reranker (`[rerank] model`, e.g. from ~/.ragxrc, as `ragx eval` reads it)
-    with its score file beside the pass caches; None when no reranker is configured."""
+    with its score file beside the pass caches (unless the corpus was given one); None when no
+    reranker is configured."""
     if corpus is None or not corpus.settings.rerank.model.strip():
         return None
-    if corpus.loaded("reranker") is None:
+    if corpus.rerank_scores is None and corpus.loaded("reranker") is None:
         corpus.rerank_scores = scores_path(pass_root)  # the live checks of this corpus share the file
     reranker = corpus.reranker
     return ShortlistScorer(reranker, corpus.searcher.store)

@@ -107,7 +107,8 @@ class CachedReranker:
         name has its snapshot folder); (None, None) when the cache cannot be used."""
         with self._lock:
             if not self._opened:
-                identity = reranker_identity(self.inner.model, int(self.load().max_length))
+                ce = self.load()
+                identity = reranker_identity(self.inner.model, int(getattr(ce, "max_seq_length", None) or ce.max_length))
                 if identity is not None:
                     self._store, self._reranker_id = self._connect(identity)
                 self._opened = True
