@@ -189,19 +189,29 @@ class Corpus:
         searcher = self.searcher
         searcher.refresh()
         check_labelled_files(labelled, searcher.store.files(), source or "the labelled queries")
+        pairs_before = self._rerank_pairs()
         result = run_eval(searcher, labelled, parsed, progress)
         counts = searcher.store.counts()
-        return result.document(
-            {
-                "corpus": str(self.root),
-                "queries_file": str(source) if source is not None else None,
-                "n_queries": len(labelled),
-                "n_files": counts["files"],
-                "n_chunks": counts["chunks"],
-                "model": searcher.manifest.get("embedder"),
-                "depth": DEPTH,
-            }
-        )
+        meta = {
+            "corpus": str(self.root),
+            "queries_file": str(source) if source is not None else None,
+            "n_queries": len(labelled),
+            "n_files": counts["files"],
+            "n_chunks": counts["chunks"],
+            "model": searcher.manifest.get("embedder"),
+            "depth": DEPTH,
+        }
+        pairs_after = self._rerank_pairs()
+        if pairs_after is not None:  # a reranker ran: pairs it computed vs read from its score cache
+            meta["rerank_pairs"] = {k: v - (pairs_before or {}).get(k, 0) for k, v in pairs_after.items()}
+        return result.document(meta)
+
+    def _rerank_pairs(self) -> dict[str, int] | None:
+        """Cross-encoder pairs computed and read from the score cache so far; None while no reranker was built."""
+        reranker = self.loaded("reranker")
+        if reranker is None:
+            return None
+        return {"computed": int(getattr(reranker, "computed", 0)), "cached": int(getattr(reranker, "hits", 0))}
 
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
         """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot."""

@@ -112,6 +112,7 @@ def test_offline_rescoring_of_reranked_configs_is_digit_exact_against_live_eval(
         assert offline.means == live.file_means[cfg.name], spec
         doc = corpus.evaluate(queries, [cfg])  # the facade `ragx eval` calls: same means, nothing new scored
         assert doc["files"]["means"][cfg.name] == offline.means and scorer.computed == computed, spec
+        assert doc["rerank_pairs"]["computed"] == 0 and doc["rerank_pairs"]["cached"] > 0, spec
         plain = rescore(passes, cfg.params.replace(rerank_weight=0.0), qrels, meta["paths"])
         assert plain.runs != offline.runs, spec  # the cross-encoder really moved the ranking
     assert scorer.computed > 0 and scorer.hits > 0

@@ -33,7 +33,7 @@ def test_a_pair_is_scored_once_and_read_back_in_any_order(tiny_cross_encoder, tm
     path = tmp_path / "scores.sqlite"
     r = cached(tiny_cross_encoder, path)
     first = r.score("bread oven", TEXTS)
-    assert r.computed == 4 and r.hits == 0  # the repeated text is scored once
+    assert r.computed == 4 and r.hits == 1  # the repeated text is scored once
     assert first[0] == first[3] and np.all(np.isfinite(first))
     direct = CrossEncoderReranker(str(tiny_cross_encoder), max_length=128).score("bread oven", TEXTS)
     np.testing.assert_allclose(first, direct, atol=1e-6)
@@ -57,7 +57,7 @@ def test_changed_weights_are_another_reranker(tmp_path):
     assert before_id != after_id and before_id.split("@")[0] == after_id.split("@")[0] == str(model)
     r = cached(model, path)
     after = r.score("bread oven", TEXTS)
-    assert r.computed == 4 and r.hits == 0 and not np.allclose(after, before)
+    assert r.computed == 4 and r.hits == 1 and not np.allclose(after, before)  # nothing read from the file
     assert reranker_identity(str(model), 64) != after_id  # truncation changes scores: part of the identity
 
 
@@ -65,10 +65,16 @@ def test_a_hub_name_without_local_files_has_no_identity(tmp_path):
     assert reranker_identity("nobody-here/no-such-cross-encoder", 128) is None  # HF_HUB_OFFLINE=1
 
 
-def test_an_unusable_cache_file_scores_without_it_and_warns_once(tiny_cross_encoder, tmp_path, capsys):
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("a file where the cache folder should be")
-    r = cached(tiny_cross_encoder, blocker / "scores.sqlite")
+@pytest.mark.parametrize("damage", ["file-as-folder", "garbage-file"])
+def test_an_unusable_cache_file_scores_without_it_and_warns_once(tiny_cross_encoder, tmp_path, capsys, damage):
+    if damage == "file-as-folder":
+        blocker = tmp_path / "not-a-folder"
+        blocker.write_text("a file where the cache folder should be")
+        path = blocker / "scores.sqlite"
+    else:
+        path = tmp_path / "scores.sqlite"
+        path.write_bytes(b"this is not an SQLite database " * 200)
+    r = cached(tiny_cross_encoder, path)
     a, b = r.score("bread oven", TEXTS), r.score("bread oven", TEXTS)
     np.testing.assert_allclose(a, b, atol=1e-6)
     assert r.computed == 10 and r.hits == 0

@@ -18,11 +18,13 @@ Keys:
 The first score stored for a pair is the one every later caller gets (a pair scored in a batch of
 other misses can differ from the same pair scored in another batch in the last float32 bit; the
 cache makes the first value canonical, which is what keeps offline re-scoring digit-exact).
-Counters: ``computed`` (pairs the cross-encoder scored) and ``hits`` (pairs read from the file).
+Counters: ``computed`` (pairs the cross-encoder scored) and ``hits`` (pairs answered without running
+it: read from the file, or a repeat of a text in the same call); per call they add up to the texts given.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -115,17 +117,19 @@ class CachedReranker:
         return self._store, self._reranker_id
 
     def _connect(self, identity: str) -> tuple[Any, int | None]:
-        import sqlite3
-
-        from .registry import warn_once
         from .rerank_store import ScoreStore
 
         try:
             store = ScoreStore(self.path)
             return store, store.reranker_id(identity)
         except (OSError, sqlite3.Error) as exc:  # an unwritable or damaged cache: score without it
-            warn_once(f"rerank-cache:{self.path}", f"rerank score cache {self.path} unusable ({exc}); scoring without it")
+            self._warn(exc)
             return None, None
+
+    def _warn(self, exc: BaseException) -> None:
+        from .registry import warn_once
+
+        warn_once(f"rerank-cache:{self.path}", f"rerank score cache {self.path} unusable ({exc}); scoring without it")
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Relevance of each text to the query, in input order (``(len(texts),)`` float64)."""
@@ -137,10 +141,17 @@ class CachedReranker:
         if len(keys) == 0:
             return np.empty(0, dtype=np.float64)
         store, rid = self._open()
-        if store is None or rid is None:
-            scored = self.inner.score(query, texts_at(np.arange(len(keys))))
-            self.computed += len(keys)
-            return scored
+        if store is not None and rid is not None:
+            try:
+                return self._through(store, rid, query, keys, texts_at)
+            except sqlite3.Error as exc:  # the file broke mid-run (disk full, damaged): go on without it
+                self._give_up(exc)
+        scored = self.inner.score(query, texts_at(np.arange(len(keys))))
+        self.computed += len(keys)
+        return scored
+
+    def _through(self, store: Any, rid: int, query: str, keys: np.ndarray, texts_at: Callable[[np.ndarray], Sequence[str]]) -> np.ndarray:
+        """One read for every pair of the call; the model runs once, on the misses; one write."""
         out, found = _matched(keys, *store.lookup(rid, query))
         self.hits += int(found.sum())
         if not found.all():
@@ -148,9 +159,15 @@ class CachedReranker:
             miss_keys, first = np.unique(keys[missing], return_index=True)  # a text twice is scored once
             scores = self.inner.score(query, texts_at(missing[first]))
             self.computed += len(miss_keys)
+            self.hits += len(missing) - len(miss_keys)  # repeats of a text just scored: no model run
             store.insert(rid, query, miss_keys, scores)
             out, _ = _matched(keys, *store.lookup(rid, query))  # the stored (first written) values
         return out
+
+    def _give_up(self, exc: BaseException) -> None:
+        self._warn(exc)
+        with self._lock:
+            self._store, self._reranker_id = None, None
 
 
 def _matched(keys: np.ndarray, have: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
