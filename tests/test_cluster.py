@@ -91,7 +91,7 @@ def test_two_processes_racing_for_one_cache_leave_one_complete_cache(corpus_and_
     assert read_ref(shared, "tiny-train-base") == folder
     passes, meta = load_cache(folder)
     fresh, _ = load_cache(build_cache(corpus, queries, CAPS, tmp_path / "again"))
-    assert [p.notes["qid"] for p in passes] == [q.id for q in queries]
+    assert [p.qid for p in passes] == [q.id for q in queries]
     assert all((a.nodes == b.nodes).all() and (a.qsim == b.qsim).all() for a, b in zip(passes, fresh))
 
 
