@@ -1,6 +1,7 @@
 """Optuna sweeps over the scoring knobs (and a small grid of index builds), re-scored offline from
-pass caches (and, for rerank_weight and shortlist, the rerank-score cache: lab/rerank.py), tracked in MLflow (one run per study worker: params, the index manifests, every trial's
-metrics by step, plots and the best parameters as artefacts)."""
+pass caches (and, for rerank_weight and shortlist, the rerank-score cache: lab/rerank.py), tracked in
+MLflow (one run per study worker: params, the index manifests, every trial's metrics by step, plots
+and the best parameters as artefacts)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 import json
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -85,9 +87,10 @@ def check_rerank_space(space: dict[str, list], data: dict[str, dict[str, Any]]) 
     """A space that can give rerank_weight > 0 needs a reranker (and chunk texts) for every build."""
     if "rerank_weight" in space and float(space["rerank_weight"][1]) > 0:
         lacking = [b for b, d in data.items() if d.get("scorer") is None]
-        if lacking:
-            raise SystemExit(f"lab: the sweep space has rerank_weight but build(s) {lacking} have no reranker: set [rerank] "
-                             "model (e.g. in ~/.ragxrc) and run with passes_from=index (rerank scores need the chunk texts)")
+        if lacking:  # bad input: one line, exit 2
+            print(f"lab: the sweep space has rerank_weight but build(s) {lacking} have no reranker: set [rerank] model "
+                  "(e.g. in ~/.ragxrc) and run with passes_from=index (rerank scores need the chunk texts)", file=sys.stderr)
+            raise SystemExit(2)
 
 
 @dataclasses.dataclass

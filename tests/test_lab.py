@@ -200,3 +200,14 @@ def test_a_rerank_sweep_computes_no_cross_encoder_pair_on_its_second_run(tmp_pat
     assert (tmp_path / "cache" / "passes" / "rerank-scores.sqlite").exists()
     values = [t.value for t in first["study"].trials], [t.value for t in again["study"].trials]
     assert values[0] == values[1]  # cached scores: the same objective, digit for digit
+
+
+def test_a_rerank_space_without_a_reranker_stops_with_one_line(capsys):
+    from lab.sweep import check_rerank_space
+
+    check_rerank_space({"dense_weight": [0.0, 1.0]}, {"base": {"scorer": None}})  # no rerank knob: fine
+    check_rerank_space({"rerank_weight": [0.0, 0.0]}, {"base": {"scorer": None}})  # rerank held at 0: fine
+    with pytest.raises(SystemExit) as stop:
+        check_rerank_space({"rerank_weight": [0.0, 2.0]}, {"base": {"scorer": None}})
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "[rerank] model" in err
