@@ -38,6 +38,7 @@ __all__ = ["CachedReranker", "default_score_path", "text_keys", "reranker_identi
 IDENTITY_FILES = (
     "config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "tokenizer_config.json",
     "vocab.txt", "vocab.json", "merges.txt", "special_tokens_map.json", "sentencepiece.bpe.model", "spiece.model",
+    "config_sentence_transformers.json", "modules.json",  # sentence-transformers' own settings (activation)
 )
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
