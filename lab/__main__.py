@@ -63,13 +63,15 @@ def cmd_sweep(cfg, overrides) -> int:
           f"({out['seconds'] / max(out['trials'], 1) * 1000:.0f} ms per trial); study has {len(study.trials)} trials")
     best = study.best_trial
     print(f"best trial #{best.number}: {cfg.sweep.objective} = {best.value:.4f}  params {json.dumps(best.params)}")
+    if any(d.get("scorer") is not None for d in data.values()):
+        print(f"cross-encoder pairs computed: {out['rerank']['computed']}, read from the score cache: {out['rerank']['hits']}", flush=True)
     if option(overrides, "report", "true") != "true" or cfg.get("passes_from") == "shared":
         return 0  # no report asked, or a worker without an index (its report would need a live evaluation)
     build_name, best_params = trial_params(best.params, out["defaults"])
     d = data[build_name]
     qrels = {q.id: q.files for q in d["queries"]}
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
-    sens = sensitivity(d["passes"], qrels, d["meta"]["paths"], best_params, space, cfg.sweep.objective)
+    sens = sensitivity(d["passes"], qrels, d["meta"]["paths"], best_params, space, cfg.sweep.objective, scorer=d.get("scorer"))
     live_s, live_means = live_eval_seconds(d["corpus"], d["queries"], out["defaults"])
     folder = REPO / cfg.reports / cfg.optuna.study_name  # an absolute `reports` stays as it is
     plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective)
@@ -86,6 +88,7 @@ def cmd_sweep(cfg, overrides) -> int:
         "sensitivity": sens,
         "importances": _importances(study),
         "pass_cache_seconds": {b: data[b]["meta"]["seconds"] for b in data},
+        "rerank_pairs": out["rerank"],  # cross-encoder pairs this worker's trials computed / read from the cache
         "mlflow_run": out["run_id"],
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")

@@ -46,8 +46,17 @@ def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> Non
     write_report(doc, reports, f"{doc['dataset']}-{doc['split']}")
 
 
-def spec_of(params: Params, base: Params) -> str:
-    changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v}
+def pin_unswept(candidate: Params, old: Params, swept: dict[str, Any]) -> Params:
+    """`top` always, and `rerank_weight`/`shortlist` unless the study swept them, keep their current
+    values. A study sweeps those two only with a reranker configured, when the rerank-score cache
+    (lab/rerank.py) makes their offline re-scoring exact against `ragx eval`."""
+    return candidate.replace(**{k: getattr(old, k) for k in ("top", "rerank_weight", "shortlist") if k == "top" or k not in swept})
+
+
+def spec_of(params: Params, base: Params, reranked: bool = False) -> str:
+    """An eval spec on the `graph` preset (which turns rerank off): the settings that differ from `base`,
+    and with `reranked` (the study swept the reranker) the rerank weight in any case."""
+    changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v or (reranked and k == "rerank_weight")}
     return ",".join(["graph", *(f"{k}={v}" for k, v in changed.items())])
 
 
@@ -80,14 +89,20 @@ def promote(cfg, repo: Path) -> int:
         print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
               "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
         return 1
-    candidate = candidate.replace(top=old.top, rerank_weight=old.rerank_weight, shortlist=old.shortlist)  # not swept
-    spec = spec_of(candidate, old)
+    candidate = pin_unswept(candidate, old, best.params)
+    reranked = "rerank_weight" in best.params  # a study of the reranker's knobs: both sides rerank on held-out
+    if reranked and not load_settings(None, warn=False).rerank.model.strip():
+        print("lab promote: refused: the study swept rerank_weight but no [rerank] model is configured, "
+              "so the held-out `ragx eval` could not measure the reranker")
+        return 1
+    spec = spec_of(candidate, old, reranked)
+    current = spec_of(old, old, reranked)
     metric, tol = cfg.promote.metric, float(cfg.promote.tolerance)
     verdicts, lines = [], []
     for item in cfg.promote.heldout:
         with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
             ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
-        doc = eval_heldout(ds, item["split"], {"current": "graph", "candidate": spec})
+        doc = eval_heldout(ds, item["split"], {"current": current, "candidate": spec})
         means = doc["files"]["means"]
         for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
             cur, new = means["current"][name], means["candidate"][name]

@@ -1,7 +1,8 @@
 """Offline re-scoring: the very functions `ragx eval` uses, applied to cached passes.
 
 Nothing here re-implements scoring: `ragx.scoring.score.score` and `ragx.scoring.files.file_run` rank, and
-`ragx.eval.metrics.evaluate` measures, exactly as in a live run.
+`ragx.eval.metrics.evaluate` measures, exactly as in a live run. Rerank scores come from the rerank-score
+cache through `lab.rerank.ShortlistScorer` (the same cached cross-encoder `ragx eval` uses).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from ragx.scoring.files import file_run as query_file_run
 from ragx.scoring.params import Params
 from ragx.scoring.score import score
 
+from .rerank import ShortlistScorer
+
 
 @dataclass
 class Rescored:
@@ -23,11 +26,16 @@ class Rescored:
     runs: dict[str, dict[str, float]]
 
 
-def file_run(passes: list[Candidates], params: Params, paths: dict[int, str]) -> dict[str, dict[str, float]]:
+def file_run(passes: list[Candidates], params: Params, paths: dict[int, str], scorer: ShortlistScorer | None = None) -> dict[str, dict[str, float]]:
+    """Each pass ranked under `params`; with a reranked configuration (rerank_weight > 0) and a
+    `scorer`, its shortlist first gets the cached cross-encoder scores (lab/rerank.py)."""
+    if scorer is not None and params.rerank_weight > 0:
+        passes = [scorer.reranked(c, params) for c in passes]
     return {c.qid: query_file_run(c, score(c, params), params, paths, DEPTH) for c in passes}
 
 
-def rescore(passes: list[Candidates], params: Params, qrels: dict[str, dict[str, int]], paths: dict[int, str]) -> Rescored:
-    run = file_run(passes, params, paths)
+def rescore(passes: list[Candidates], params: Params, qrels: dict[str, dict[str, int]], paths: dict[int, str],
+            scorer: ShortlistScorer | None = None) -> Rescored:
+    run = file_run(passes, params, paths, scorer)
     means, per_query = evaluate(qrels, run)
     return Rescored(means, per_query, run)

@@ -1,6 +1,7 @@
 """Optuna sweeps over the scoring knobs (and a small grid of index builds), re-scored offline from
-pass caches, tracked in MLflow (one run per study worker: params, the index manifests, every trial's
-metrics by step, plots and the best parameters as artefacts)."""
+pass caches (and, for rerank_weight and shortlist, the rerank-score cache: lab/rerank.py), tracked in
+MLflow (one run per study worker: params, the index manifests, every trial's metrics by step, plots
+and the best parameters as artefacts)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 import json
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +25,7 @@ from .builds import build, prepare
 from .caches import read_ref, shared_passes
 from .cluster import optimize, rdb_storage
 from .passes import load_cache
+from .rerank import shortlist_scorer
 from .rescore import rescore
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
@@ -66,7 +69,7 @@ def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
         for b, name in names.items():
             passes, meta = load_cache(read_ref(root, name))
             labelled = [_Labelled(qid, files) for qid, files in meta["labels"].items()]
-            out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": labelled}
+            out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": labelled, "scorer": None}
         return out
     base, queries = prepare(cfg.dataset, cfg.split, reporter)
     for b in cfg.sweep.builds:
@@ -75,8 +78,19 @@ def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
         if built:
             print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
         passes, meta = load_cache(folder)
-        out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries}
+        scorer = shortlist_scorer(corpus, root)
+        out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries, "scorer": scorer}
     return out
+
+
+def check_rerank_space(space: dict[str, list], data: dict[str, dict[str, Any]]) -> None:
+    """A space that can give rerank_weight > 0 needs a reranker (and chunk texts) for every build."""
+    if "rerank_weight" in space and float(space["rerank_weight"][1]) > 0:
+        lacking = [b for b, d in data.items() if d.get("scorer") is None]
+        if lacking:  # bad input: one line, exit 2
+            print(f"lab: the sweep space has rerank_weight but build(s) {lacking} have no reranker: set [rerank] model "
+                  "(e.g. in ~/.ragxrc) and run with passes_from=index (rerank scores need the chunk texts)", file=sys.stderr)
+            raise SystemExit(2)
 
 
 @dataclasses.dataclass
@@ -121,13 +135,14 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     builds = list(data)
     objective_name = cfg.sweep.objective
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
+    check_rerank_space(space, data)
 
     def objective(trial):
         trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
         name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
         params = suggest(trial, space, defaults)
         started = time.perf_counter()
-        r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"])
+        r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"], data[name]["scorer"])
         trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
         for metric, value in r.means.items():
             trial.set_user_attr(metric, value)
@@ -154,15 +169,26 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
                 mlflow.log_metrics({"objective": trial.value, **metric_names(trial.user_attrs)}, step=trial.number)
 
         started = time.perf_counter()
+        before = rerank_counts(data)
         trials = optimize(study, objective, [track], per_worker, study_trials)
         seconds = time.perf_counter() - started
+        counts = {k: v - before[k] for k, v in rerank_counts(data).items()}
         mlflow.log_metric("sweep_seconds", seconds)
+        mlflow.log_metrics({"rerank_pairs_computed": counts["computed"], "rerank_pairs_cached": counts["hits"]})
         mlflow.log_metric("trials_run", trials)
         best = study.best_trial
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
         run_id = active.info.run_id
-    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "data": data, "defaults": defaults}
+    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "data": data, "defaults": defaults,
+            "rerank": counts}
+
+
+def rerank_counts(data: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Cross-encoder pairs computed and read from the score cache so far, over every build's scorer
+    (builds of one corpus share one reranker: each counted once)."""
+    scorers = {id(d["scorer"].reranker): d["scorer"] for d in data.values() if d.get("scorer") is not None}
+    return {"computed": sum(s.computed for s in scorers.values()), "hits": sum(s.hits for s in scorers.values())}
 
 
 def metric_names(values: dict[str, float]) -> dict[str, float]:
@@ -211,14 +237,15 @@ def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str,
     return time.perf_counter() - started, doc["files"]["means"]["live"]
 
 
-def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], objective: str, points: int = 9) -> dict[str, list]:
+def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], objective: str, points: int = 9,
+                scorer=None) -> dict[str, list]:
     """One knob at a time around the best setting: objective over a grid of the knob's range."""
     out = {}
     for name, (lo, hi) in space.items():
         grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
         values = []
         for v in grid.tolist():
-            values.append(objective_value(rescore(passes, best.replace(**{name: v}), qrels, paths).means, objective))
+            values.append(objective_value(rescore(passes, best.replace(**{name: v}), qrels, paths, scorer).means, objective))
         out[name] = [grid.tolist(), values]
     return out
 

@@ -30,6 +30,9 @@ class Corpus:
         self.settings = settings or load_settings(root)
         self.layout = Layout(root)
         self._loaded: dict[str, Any] = {}  # models and the searcher, built on first use
+        # The rerank-score cache file (ragx/models/rerank_cache.py); None: <ragx cache>/rerank/scores.sqlite.
+        # The lab points it beside its pass caches before the reranker is first built.
+        self.rerank_scores: Path | None = None
 
     def _lazy(self, name: str, make):
         if name not in self._loaded:
@@ -71,12 +74,15 @@ class Corpus:
         return self._lazy("reranker", self._make_reranker)
 
     def _make_reranker(self):
+        """The cross-encoder behind the score cache, so no (reranker, query, chunk) pair is scored twice."""
         from .models.registry import make_reranker
+        from .models.rerank_cache import CachedReranker
 
         try:
-            return make_reranker(self.settings.rerank)
+            reranker = make_reranker(self.settings.rerank)
         except ValueError as exc:
             raise ConfigError(f"[rerank] {exc}") from None
+        return None if reranker is None else CachedReranker(reranker, self.rerank_scores)
 
     @property
     def expander(self):
@@ -183,19 +189,29 @@ class Corpus:
         searcher = self.searcher
         searcher.refresh()
         check_labelled_files(labelled, searcher.store.files(), source or "the labelled queries")
+        pairs_before = self._rerank_pairs()
         result = run_eval(searcher, labelled, parsed, progress)
         counts = searcher.store.counts()
-        return result.document(
-            {
-                "corpus": str(self.root),
-                "queries_file": str(source) if source is not None else None,
-                "n_queries": len(labelled),
-                "n_files": counts["files"],
-                "n_chunks": counts["chunks"],
-                "model": searcher.manifest.get("embedder"),
-                "depth": DEPTH,
-            }
-        )
+        meta = {
+            "corpus": str(self.root),
+            "queries_file": str(source) if source is not None else None,
+            "n_queries": len(labelled),
+            "n_files": counts["files"],
+            "n_chunks": counts["chunks"],
+            "model": searcher.manifest.get("embedder"),
+            "depth": DEPTH,
+        }
+        pairs_after = self._rerank_pairs()
+        if pairs_after is not None:  # a reranker ran: pairs it computed vs read from its score cache
+            meta["rerank_pairs"] = {k: v - (pairs_before or {}).get(k, 0) for k, v in pairs_after.items()}
+        return result.document(meta)
+
+    def _rerank_pairs(self) -> dict[str, int] | None:
+        """Cross-encoder pairs computed and read from the score cache so far; None while no reranker was built."""
+        reranker = self.loaded("reranker")
+        if reranker is None:
+            return None
+        return {"computed": int(getattr(reranker, "computed", 0)), "cached": int(getattr(reranker, "hits", 0))}
 
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
         """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot."""

@@ -116,7 +116,7 @@ def _check_rerank(corpus: "Corpus") -> tuple[str, str, str]:
     model = corpus.settings.rerank.model.strip()
     if not model:
         return SKIP, "no reranker configured (rerank.model is empty)", "set rerank.model to a cross-encoder (hub name or local directory) to rerank shortlists"
-    reranker = corpus.reranker
+    reranker = getattr(corpus.reranker, "inner", corpus.reranker)  # the model itself, not its score cache
     scores = reranker.score(PROBE_QUERY, list(PROBE_DOCS))
     detail = f"{model}: probe pair scored {scores[0]:.3f} (relevant) / {scores[1]:.3f} (unrelated)"
     if corpus.settings.search.rerank_weight <= 0:

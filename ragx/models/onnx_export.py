@@ -205,17 +205,17 @@ def _fast_digest_algo() -> str:
     return "xxh3_128"
 
 
-def _weights_stat(model_dir: Path) -> dict[str, list[int]]:
+def _weights_stat(model_dir: Path, files: tuple[str, ...] = WEIGHT_FILES) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    for name in WEIGHT_FILES:
+    for name in files:
         st = os.stat(model_dir / name)
         out[name] = [st.st_size, st.st_mtime_ns]
     return out
 
 
-def _hash_weights(model_dir: Path) -> str:
+def _hash_weights(model_dir: Path, files: tuple[str, ...] = WEIGHT_FILES) -> str:
     h = hashlib.sha256()
-    for name in WEIGHT_FILES:
+    for name in files:
         path = model_dir / name
         size = os.path.getsize(path)
         # Frame each file (name, length) so that moving bytes between files changes the digest.
@@ -227,19 +227,23 @@ def _hash_weights(model_dir: Path) -> str:
     return h.hexdigest()
 
 
-def model_fingerprint(model_dir: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None) -> str:
-    """sha256 (hex) over ``config.json`` and ``model.safetensors`` of ``model_dir``, memoised.
+def model_fingerprint(
+    model_dir: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None, files: tuple[str, ...] = WEIGHT_FILES
+) -> str:
+    """sha256 (hex) over ``files`` of ``model_dir`` (default ``config.json`` and ``model.safetensors``), memoised.
 
-    The memo lives in ``<cache>/fingerprints/`` and is trusted while both files keep their size
+    The memo lives in ``<cache>/fingerprints/`` and is trusted while every file keeps its size
     and mtime. If the cache directory is not writable the digest is simply recomputed each time.
+    Another file list (the reranker's identity) gets its own memo file.
     """
     model_dir = Path(model_dir).resolve()
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     try:
-        stat = _weights_stat(model_dir)
+        stat = _weights_stat(model_dir, files)
     except FileNotFoundError as exc:
         raise ExportError(f"model directory {model_dir} lacks {Path(exc.filename).name}") from exc
-    key = hashlib.sha256(str(model_dir).encode()).hexdigest()[:16]
+    memo_name = str(model_dir) if files == WEIGHT_FILES else "\0".join((str(model_dir), *files))
+    key = hashlib.sha256(memo_name.encode()).hexdigest()[:16]
     memo_path = cache / "fingerprints" / f"{key}.json"
     memo = _read_json(memo_path)
     if (
@@ -250,9 +254,9 @@ def model_fingerprint(model_dir: str | os.PathLike[str], cache_dir: str | os.Pat
         and len(memo["sha256"]) == 64
     ):
         return memo["sha256"]
-    digest = _hash_weights(model_dir)
+    digest = _hash_weights(model_dir, files)
     # Only record the digest if the files did not change while we were hashing them.
-    if _weights_stat(model_dir) == stat:
+    if _weights_stat(model_dir, files) == stat:
         record = {"dir": str(model_dir), "files": stat, "sha256": digest}
         with contextlib.suppress(OSError):
             _write_atomic(memo_path, json.dumps(record, indent=1).encode())
