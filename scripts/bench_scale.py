@@ -196,12 +196,12 @@ def step_queries(root: Path) -> dict:
             corpus.query(q, graph=graph, rerank=False, expand=False)
             times.append(time.perf_counter() - t0)
         out[label] = _percentiles(times)
-    db = corpus.searcher.store.db
+    store = corpus.searcher.store
     common = ["the of and", "which would have been", "it was not the one"]
     times, hits = [], []
     for q in common * 5:
         t0 = time.perf_counter()
-        ids, _ = bm25_matches(db, q)
+        ids, _ = bm25_matches(store, q)
         times.append(time.perf_counter() - t0)
         hits.append(len(ids))
     out["bm25_common_words"] = _percentiles(times) | {"matches_median": int(statistics.median(hits))}

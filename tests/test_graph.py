@@ -107,3 +107,17 @@ def test_exact_below_the_threshold_even_with_an_index():
     vecs = _clustered(rng, len(ids), d=16)
     src, dst = top_k_lists(ids, vecs, ids, vecs, k=4, min_sim=0.2, ann=VectorIndex.build(ids, vecs))
     assert set(zip(src.tolist(), dst.tolist())) == brute_top_k(ids.tolist(), vecs, 4, 0.2)
+
+
+def test_edge_weights_in_blocks_are_the_same_floats_as_all_at_once(monkeypatch):
+    """pair_weights works in blocks to bound memory (2 x edges x dim float64 at once was ~50 GB at 1M
+    chunks); the blocks must not change a single weight."""
+    import ragx.index.graph as graph
+
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((300, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    a, b = rng.integers(0, 300, 1000), rng.integers(0, 300, 1000)
+    at_once = np.einsum("ij,ij->i", vecs[a].astype(np.float64), vecs[b].astype(np.float64))
+    monkeypatch.setattr(graph, "PAIR_BLOCK", 7)  # 143 blocks, the last one short
+    assert np.array_equal(pair_weights(lambda ids: vecs[ids], a, b), at_once)
