@@ -338,6 +338,35 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+COSTS = {  # label -> how to read it from a row (each plotted against the number of chunks)
+    "index excl. embedding (s)": lambda r: r["index"]["index_s_excl_embedding"],
+    "index peak RSS (MB)": lambda r: r["index"]["peak_rss_mb"],
+    "disk (MB)": lambda r: r["disk_mb"],
+    "warm query p50, graph (ms)": lambda r: r["queries"]["with_graph"]["p50_ms"],
+    "BM25 common words p50 (ms)": lambda r: r["queries"]["bm25_common_words"]["p50_ms"],
+    "cold query (s)": lambda r: r["cold_query_s"],
+    "one-file incremental (s)": lambda r: r["incremental"]["process_wall_s"],
+}
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    """Each cost against N on log-log axes, one panel each (a slope of 1 is linear growth)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = [r["index"]["chunks"] for r in rows]
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    for ax, (label, read) in zip(axes.flat, COSTS.items()):
+        ax.loglog(n, [read(r) for r in rows], "o-")
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("chunks")
+    axes.flat[-1].axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1].startswith("_"):
         step, rest = sys.argv[1], sys.argv[2:]
@@ -352,6 +381,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("RAGX_CACHE_DIR", "/tmp")) / "bench-scale")
     ap.add_argument("--recall-sample", type=int, default=3000)
     ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    ap.add_argument("--plot", type=Path, default=None, help="also draw each cost against N, log-log, into this PNG")
     ap.add_argument("--graph-only", action="store_true", help="only the graph step (HNSW, lists, recall) per size")
     args = ap.parse_args()
     if args.graph_only:
@@ -362,6 +392,8 @@ def main() -> None:
     print(_table(rows))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
+    if args.plot:
+        _plot(rows, args.plot)
 
 
 if __name__ == "__main__":
