@@ -401,3 +401,25 @@ def test_many_files_are_quick(tmp_path):
     elapsed = time.perf_counter() - t0
     assert len(d.files) == 1000
     assert elapsed < 2.0  # generous; ~0.02 s locally
+
+
+def test_a_file_read_before_and_unchanged_is_not_opened_again(tmp_path, monkeypatch):
+    """Incremental runs and drift checks open only new and changed files (the binary sniff of an
+    unchanged file was done when it was indexed)."""
+    import ragx.ingest.discover as discover_module
+
+    (tmp_path / "old.md").write_text("indexed before\n")
+    (tmp_path / "new.md").write_text("never seen\n")
+    st = (tmp_path / "old.md").stat()
+    opened: list[str] = []
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.path.basename(path))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(discover_module, "open", counting_open, raising=False)
+    found = discover_module.discover(tmp_path, known={"old.md": (st.st_size, st.st_mtime_ns)})
+    assert [f.path for f in found.files] == ["new.md", "old.md"] and opened == ["new.md"]
+    opened.clear()
+    discover_module.discover(tmp_path, known={"old.md": (st.st_size, st.st_mtime_ns - 1)})  # touched since
+    assert sorted(opened) == ["new.md", "old.md"]

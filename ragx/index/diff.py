@@ -61,9 +61,10 @@ def diff_corpus(
     root: Path, settings: Settings, stored: dict[str, FileRow], undecodable: dict[str, tuple[int, int]] | None = None
 ) -> CorpusDiff:
     """`undecodable`: {path: (size, mtime_ns)} of files known not to be UTF-8 (Store.undecodable)."""
-    found: Discovery = discover(root, discover_settings(settings))
-    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
     undecodable = undecodable or {}
+    known = {path: (row.size, row.mtime_ns) for path, row in stored.items()} | undecodable
+    found: Discovery = discover(root, discover_settings(settings), known)
+    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
     seen = set()
     for f in found.files:
         seen.add(f.path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,8 +137,9 @@ def _inside(real: str, root_real: str, root_prefix: str) -> bool:
 
 
 class _Walker:
-    def __init__(self, root: str, settings: DiscoverSettings):
+    def __init__(self, root: str, settings: DiscoverSettings, known: Mapping[str, tuple[int, int]] | None = None):
         self.settings = settings
+        self.known = known or {}
         self.root_abs = os.path.abspath(root)
         self.root_real = os.path.realpath(root)
         self.root_prefix = self.root_real.rstrip(os.sep) + os.sep
@@ -280,6 +282,9 @@ class _Walker:
         if st.st_size > settings.max_file_bytes:
             self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
             return
+        if self.known.get(rel) == (st.st_size, st.st_mtime_ns):  # read when indexed, unchanged since
+            self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+            return
         try:
             with open(entry.path, "rb") as fh:
                 head = fh.read(BINARY_SNIFF_BYTES)
@@ -315,6 +320,11 @@ class _Walker:
         return True
 
 
-def discover(root: str | Path, settings: DiscoverSettings | None = None) -> Discovery:
-    """Walk `root` and return the files to index (sorted by path) and what was left out."""
-    return _Walker(os.fspath(root), settings or DiscoverSettings()).run()
+def discover(root: str | Path, settings: DiscoverSettings | None = None,
+             known: Mapping[str, tuple[int, int]] | None = None) -> Discovery:
+    """Walk `root` and return the files to index (sorted by path) and what was left out.
+
+    `known`: {path: (size, mtime_ns)} of files already read as text; one with the same size and mtime
+    is not opened again to sniff for binary content (the rule that calls such a file unchanged), so
+    an incremental run or a drift check opens only new and changed files."""
+    return _Walker(os.fspath(root), settings or DiscoverSettings(), known).run()
