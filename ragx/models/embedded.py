@@ -103,6 +103,9 @@ class EmbeddedEmbedder:
         resolved at construction).
     threads:
         onnxruntime intra-op threads (default: the CPUs this process may use).
+    precision:
+        ``"fp32"`` (the exported graph), or ``"int8"``: the same graph dynamically quantised
+        (:mod:`~ragx.models.quantize`); its vectors differ slightly, so its :attr:`name` does too.
     """
 
     def __init__(
@@ -112,7 +115,13 @@ class EmbeddedEmbedder:
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        precision: str = "fp32",
     ) -> None:
+        from .quantize import PRECISIONS
+
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r} for the embedded engine (accepted: {', '.join(PRECISIONS)})")
+        self.precision = precision
         self.model_dir = Path(model_dir).resolve()
         self.model_name = model_name or self.model_dir.name
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
@@ -155,11 +164,12 @@ class EmbeddedEmbedder:
 
     @property
     def name(self) -> str:
-        """``"embedded:<model>@<8 hex of the weights sha256>"``."""
-        return f"embedded:{self.model_name}@{self.fingerprint[:8]}"
+        """``"embedded:<model>@<8 hex of the weights sha256>"``, plus ``+int8`` for the quantised graph."""
+        suffix = "" if self.precision == "fp32" else f"+{self.precision}"
+        return f"embedded:{self.model_name}@{self.fingerprint[:8]}{suffix}"
 
     def __repr__(self) -> str:
-        return f"EmbeddedEmbedder({self.model_name!r}, dim={self.dim}, max_tokens={self.max_tokens})"
+        return f"EmbeddedEmbedder({self.model_name!r}, dim={self.dim}, max_tokens={self.max_tokens}, precision={self.precision!r})"
 
     # -- lazy resources -----------------------------------------------------------------------
 
@@ -195,15 +205,12 @@ class EmbeddedEmbedder:
         so.log_severity_level = 3
 
         def ensure(force: bool) -> str:
-            return str(
-                ensure_onnx(
-                    self.model_dir,
-                    self.model_name,
-                    cache_dir=self.cache_dir,
-                    fingerprint=self.fingerprint,
-                    force=force,
-                )
-            )
+            path = ensure_onnx(self.model_dir, self.model_name, cache_dir=self.cache_dir, fingerprint=self.fingerprint, force=force)
+            if self.precision == "int8":
+                from .quantize import ensure_int8
+
+                path = ensure_int8(path, force=force)
+            return str(path)
 
         path = ensure(force=False)
         try:
@@ -233,8 +240,9 @@ class EmbeddedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One text. Until an onnxruntime session exists (a one-shot query), a BERT model runs in numpy
-        over its memory-mapped weights: same vectors (to 1e-5), without the session's start-up cost."""
-        if self._session is None and self._pooling == "mean" and self._numpy_encoder() is not None:
+        over its memory-mapped weights: same vectors (to 1e-5), without the session's start-up cost.
+        (Not for int8: the numpy encoder computes the fp32 graph.)"""
+        if self._session is None and self.precision == "fp32" and self._pooling == "mean" and self._numpy_encoder() is not None:
             ids = self._tokenize([text])[0]
             hidden = self._numpy.hidden(ids)[None]
             return _pool_and_normalize(hidden, np.ones((1, len(ids)), np.int64), "mean")[0]
