@@ -3,9 +3,9 @@
 Keyed by (model identity, text hash): the identity is the embedder's `name` (what the index manifest
 records, e.g. `embedded:all-MiniLM-L6-v2@468e4cf3+int8`), the hash is ragx's own xxh3-64 of the exact
 text embedded (`ragx.index.plan.text_keys`, the key ragx uses to reuse vectors inside one index).
-One folder per identity holds shards: each `embed_documents` call that had misses appends one
-`.npz` (keys, vectors, seconds it took), written to a temporary name and renamed, so an interrupted
-run loses at most its last batch and a reader never sees half a shard. Two workers filling the same
+One folder per identity holds shards: every slab of up to SLAB texts embedded appends one `.npz`
+(keys, vectors, seconds it took), written to a temporary name and renamed, so an interrupted run loses
+at most its last slab and a reader never sees half a shard. Two workers filling the same
 identity at once only write duplicate rows (the lookup takes the first).
 
 `CachedEmbedder` wraps any ragx embedder: same name, dimension, window and token counter (so the index
@@ -26,6 +26,8 @@ import numpy as np
 import xxhash
 
 from ragx.index.plan import text_keys
+
+SLAB = 512  # texts embedded (and stored as one shard) at a time
 
 
 def identity_folder(root: Path, identity: str) -> Path:
@@ -131,13 +133,19 @@ class CachedEmbedder:
         if len(miss):
             uniq, first, inverse = np.unique(keys[miss], return_index=True, return_inverse=True)  # a repeated text once
             todo = miss[first]
-            t0 = time.perf_counter()
-            fresh = self.inner.embed_documents([texts[int(i)] for i in todo], batch_size=batch_size)
-            seconds = time.perf_counter() - t0
+            fresh = np.empty((len(todo), self.dim), np.float32)
+            # One shard per slab, so an interrupted run keeps what it embedded before the interruption.
+            for start in range(0, len(todo), SLAB):
+                part = todo[start : start + SLAB]
+                t0 = time.perf_counter()
+                fresh[start : start + len(part)] = self.inner.embed_documents([texts[int(i)] for i in part], batch_size=batch_size)
+                seconds = time.perf_counter() - t0
+                self.cache.add(uniq[start : start + len(part)], fresh[start : start + len(part)], seconds)
+                self.embed_seconds += seconds
+                if progress is not None:
+                    progress(len(part))
             out[miss] = fresh[inverse]
-            if progress is not None:
-                progress(len(miss))
-            self.cache.add(uniq, fresh, seconds)
+            if progress is not None and len(miss) > len(todo):
+                progress(len(miss) - len(todo))
             self.misses += len(todo)
-            self.embed_seconds += seconds
         return out

@@ -186,3 +186,17 @@ def test_a_model_without_token_type_inputs_exports_and_embeds(tmp_path, monkeypa
     vecs = e.embed_documents(["stars and comets", "bread in the oven", "a boat"])
     assert vecs.shape == (3, 32) and np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
     np.testing.assert_allclose(e.embed_query("bread in the oven"), vecs[1], atol=1e-5)
+
+
+def test_the_cache_stores_each_slab_as_it_goes(tmp_path, monkeypatch):
+    """An interrupted run keeps every finished slab: one shard per slab, each readable on its own."""
+    import lab.vector_cache as vc
+
+    monkeypatch.setattr(vc, "SLAB", 2)
+    texts = [f"text number {i}" for i in range(5)]
+    cached = CachedEmbedder(CountingHash(), tmp_path)
+    cached.embed_documents(texts)
+    assert len(list(cached.cache.folder.glob("*.npz"))) == 3
+    again = CountingHash()
+    np.testing.assert_array_equal(CachedEmbedder(again, tmp_path).embed_documents(texts), HashEmbedder().embed_documents(texts))
+    assert again.embedded == []
