@@ -268,7 +268,8 @@ def markdown(records: list[dict[str, Any]], cross, reference: str, title: str) -
               "| vectors MB (RAM) | vectors+HNSW MB (disk) |", "|---" * 10 + "|"]
     for r in records:
         index_rate = f"{r['index_chunks_per_s']:.1f}" if "index_chunks_per_s" in r else "(reused)"
-        lines.append(f"| {r['model']} | `{r['identity']}` | {r['dim']} | {r['chunks']} | {r['over_window']} of {r['unwindowed_chunks']} "
+        identity = r["identity"].replace("|", "\\|")  # a pipe would end the markdown cell
+        lines.append(f"| {r['model']} | `{identity}` | {r['dim']} | {r['chunks']} | {r['over_window']} of {r['unwindowed_chunks']} "
                      f"(window {r['window_tokens']}) | {r['chunks_per_s']:.1f} | {index_rate} | {r['query_ms_median']:.1f} "
                      f"| {r['vector_bytes_memory'] / 1e6:.1f} | {r['vector_bytes_disk'] / 1e6:.1f} |")
     return "\n".join(lines) + "\n"
