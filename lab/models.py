@@ -38,6 +38,7 @@ import tomlkit
 
 from ragx.api import Corpus
 from ragx.config import INDEX_DIR, PROJECT_FILE
+from ragx.errors import ManifestMismatchError
 from ragx.eval.stats import Comparison, correct, paired
 from ragx.eval.suite import evaluate_dataset
 
@@ -120,7 +121,10 @@ def model_build(base: Corpus, spec: dict[str, Any], folder: Path, vectors_root: 
     embedder = CachedEmbedder(corpus.embedder, vectors_root)
     corpus.use_embedder(embedder)
     t0 = time.perf_counter()
-    report = corpus.index(full=changed)
+    try:
+        report = corpus.index(full=changed)
+    except ManifestMismatchError:  # an earlier run stopped between writing ragx.toml and committing the index
+        report = corpus.index(full=True)
     stats = {"index_seconds": time.perf_counter() - t0, "reindexed": changed, "embedded_chunks": report.embedded_chunks,
              "reused_chunks": report.reused_chunks, "cache_hits": embedder.hits, "cache_misses": embedder.misses}
     if embedder.misses:
