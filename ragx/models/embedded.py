@@ -266,6 +266,10 @@ class EmbeddedEmbedder:
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         n = check_batch(texts, batch_size)
+        if self.precision == "int8":
+            # Dynamic quantisation scales activations per batch: one text at a time keeps each vector a
+            # function of its text alone (same throughput as batches of 16, measured on Cranfield chunks).
+            batch_size = 1
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
             return out
