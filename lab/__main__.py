@@ -5,6 +5,9 @@
              (worker=N for extra workers on the same study; trials=N this worker's trials;
              study_trials=N: run until the study holds N complete trials; report=false skips the plots)
     study    audit a study: its trials by state, retries, duplicates, and the trials MLflow recorded
+    models   index the dataset once per embedding model (models=[...], entries of model_catalog; vectors cached per
+             model identity), then every preset's metrics, cross-model significance, chunks/s, query latency,
+             vector memory/disk and window splits: a table, a plot, one MLflow run per model
     promote  check the study's best parameters on the held-out splits with `ragx eval`, and write
              them into ragx/defaults.toml (and the regression baselines) only if they are no worse
 
@@ -135,7 +138,14 @@ def cmd_study(cfg, overrides) -> int:
     return 0
 
 
-COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "study": cmd_study, "promote": cmd_promote}
+def cmd_models(cfg, overrides) -> int:
+    from .models import run
+
+    run(cfg, REPO)
+    return 0
+
+
+COMMANDS = {"models": cmd_models, "cache": cmd_cache, "sweep": cmd_sweep, "study": cmd_study, "promote": cmd_promote}
 
 
 def main(argv: list[str]) -> int:

@@ -59,6 +59,12 @@ class Corpus:
     def embedder(self):
         return self._lazy("embedder", self._make_embedder)
 
+    def use_embedder(self, embedder) -> "Corpus":
+        """Index and search with `embedder` instead of building the configured one (the lab wraps the
+        configured engine in a vector cache). It must carry the same `name`: the index records it."""
+        self._loaded["embedder"] = embedder
+        return self
+
     def _make_embedder(self):
         from .models.registry import embedder_options, make_embedder
 

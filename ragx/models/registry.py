@@ -7,10 +7,10 @@ imports torch or an HTTP client.
 Engines:
 
 * ``"embedded"`` -- the bundled all-MiniLM-L6-v2 (or a local sentence-transformers directory) run
-  with onnxruntime; opts ``cache_dir``, ``threads``.
+  with onnxruntime; opts ``cache_dir``, ``threads``, ``precision`` (``"fp32"`` or ``"int8"``).
 * ``"openai"`` -- an OpenAI-compatible ``POST {base_url}/embeddings``; ``model`` is the served model
   name; opts ``base_url``, ``api_key_env``, ``doc_prefix``, ``query_prefix``, ``timeout``,
-  ``max_retries``, ``max_tokens``, ``tokenizer`` (see :mod:`ragx.models.openai_engine`).
+  ``max_retries``, ``max_tokens``, ``tokenizer``, ``doc_input_type``, ``query_input_type`` (see :mod:`ragx.models.openai_engine`).
 * ``"sentence-transformers"`` -- ``SentenceTransformer(model)`` in process (torch); ``model`` is a
   local directory or a hub name; opts ``doc_prefix``, ``query_prefix``, ``device``.
 
@@ -46,8 +46,9 @@ EngineFactory = Callable[..., Embedder]
 
 #: Config keys of [embeddings] each engine takes as options (besides engine, model, batch_size).
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
-    "embedded": (),
-    "openai": ("base_url", "api_key_env", "doc_prefix", "query_prefix", "timeout", "max_retries", "max_tokens", "tokenizer"),
+    "embedded": ("precision",),
+    "openai": ("base_url", "api_key_env", "doc_prefix", "query_prefix", "timeout", "max_retries", "max_tokens", "tokenizer",
+               "doc_input_type", "query_input_type"),
     "sentence-transformers": ("doc_prefix", "query_prefix", "device"),
 }
 
@@ -62,10 +63,11 @@ def _check_opts(engine: str, opts: dict[str, Any], allowed: set[str]) -> None:
 
 
 def _make_embedded(model: str, **opts: Any) -> Embedder:
-    """Options: ``cache_dir`` (ONNX cache root), ``threads`` (onnxruntime intra-op threads)."""
+    """Options: ``cache_dir`` (ONNX cache root), ``threads`` (onnxruntime intra-op threads),
+    ``precision`` ("fp32", or "int8": the exported graph dynamically quantised, see ``quantize``)."""
     from .embedded import EmbeddedEmbedder, resolve_model
 
-    _check_opts("embedded", opts, {"cache_dir", "threads"})
+    _check_opts("embedded", opts, {"cache_dir", "threads", "precision"})
     name, path = resolve_model(model)
     return EmbeddedEmbedder(path, name, **opts)
 
