@@ -40,27 +40,24 @@ for preset in ("dense", "hybrid", "default"):
         mean = f"{statistics.fmean(values):.4f}" if len(values) == len(cells) else "—"
         print(f"| {m} | " + " | ".join(c for c, _ in cells) + f" | {mean} |")
 
-print("\n#### best preset per model (within the model, against its hybrid)\n")
-print("| model | " + " | ".join(summaries) + " |")
-print("|---" * (len(summaries) + 1) + "|")
-for m in models:
-    row = []
-    for s in summaries.values():
-        rec = next((r for r in s["records"] if r["model"] == m), None)
-        if rec is None:
-            row.append("—")
-            continue
-        vs = rec["vs_hybrid"].get(rec["best_preset"])
-        row.append(rec["best_preset"] + ("" if vs is None else f" ({vs['diff']:+.4f}, p {vs['p_adjusted']:.2g}{'*' if vs['significant'] else ''})"))
-    print(f"| {m} | " + " | ".join(row) + " |")
+def per_model_table(title: str, render) -> None:
+    """One row per model, one cell per collection: render(record) or a dash where the model was not run."""
+    print(f"\n#### {title}\n")
+    print("| model | " + " | ".join(summaries) + " |")
+    print("|---" * (len(summaries) + 1) + "|")
+    for m in models:
+        records = [next((r for r in s["records"] if r["model"] == m), None) for s in summaries.values()]
+        print(f"| {m} | " + " | ".join("—" if r is None else render(r) for r in records) + " |")
 
-print("\n#### costs (per collection: bench chunks/s · median query ms · vectors MB in RAM · chunks split by the window)\n")
-print("| model | " + " | ".join(summaries) + " |")
-print("|---" * (len(summaries) + 1) + "|")
-for m in models:
-    row = []
-    for s in summaries.values():
-        r = next((r for r in s["records"] if r["model"] == m), None)
-        row.append("—" if r is None else f"{r['chunks_per_s']:.1f} · {r['query_ms_median']:.1f} ms · {r['vector_bytes_memory'] / 1e6:.1f} MB · "
-                   f"{r['over_window']}/{r['unwindowed_chunks']}")
-    print(f"| {m} | " + " | ".join(row) + " |")
+
+def best_preset(rec) -> str:
+    vs = rec["vs_hybrid"].get(rec["best_preset"])
+    return rec["best_preset"] + ("" if vs is None else f" ({vs['diff']:+.4f}, p {vs['p_adjusted']:.2g}{'*' if vs['significant'] else ''})")
+
+
+per_model_table("best preset per model (within the model, against its hybrid)", best_preset)
+per_model_table(
+    "costs (per collection: bench chunks/s · median query ms · vectors MB in RAM · chunks split by the window)",
+    lambda r: f"{r['chunks_per_s']:.1f} · {r['query_ms_median']:.1f} ms · {r['vector_bytes_memory'] / 1e6:.1f} MB · "
+              f"{r['over_window']}/{r['unwindowed_chunks']}",
+)
