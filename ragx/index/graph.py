@@ -69,17 +69,10 @@ def top_k_lists(
             part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
         else:
             part = np.broadcast_to(np.arange(len(all_ids)), (len(ids), len(all_ids)))
-        cand_sims = np.take_along_axis(sims, part, axis=1)
-        cand_ids = all_ids[part]
-        order = np.lexsort((cand_ids, -cand_sims), axis=1)[:, :k]
-        top_sims = np.take_along_axis(cand_sims, order, axis=1)
-        top_ids = np.take_along_axis(cand_ids, order, axis=1)
-        keep = top_sims >= min_sim
-        srcs.append(np.repeat(ids, keep.sum(axis=1)))
-        dsts.append(top_ids[keep])
-    if not srcs:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate(srcs).astype(np.int64), np.concatenate(dsts).astype(np.int64)
+        src, dst = best_of_candidates(ids, all_ids[part], np.take_along_axis(sims, part, axis=1), k, min_sim)
+        srcs.append(src)
+        dsts.append(dst)
+    return _joined(srcs, dsts)
 
 
 def approximate_top_k_lists(
@@ -95,12 +88,25 @@ def approximate_top_k_lists(
         cand_vecs = all_vecs[np.searchsorted(all_ids, cand)]               # (rows, want, dim)
         sims = np.einsum("rd,rcd->rc", vecs, cand_vecs)
         sims[cand == ids[:, None]] = -np.inf                                # never your own neighbour
-        order = np.lexsort((cand, -sims), axis=1)[:, :k]
-        top_sims = np.take_along_axis(sims, order, axis=1)
-        top_ids = np.take_along_axis(cand, order, axis=1)
-        keep = top_sims >= min_sim
-        srcs.append(np.repeat(ids, keep.sum(axis=1)))
-        dsts.append(top_ids[keep])
+        src, dst = best_of_candidates(ids, cand, sims, k, min_sim)
+        srcs.append(src)
+        dsts.append(dst)
+    return _joined(srcs, dsts)
+
+
+def best_of_candidates(
+    ids: np.ndarray, cand_ids: np.ndarray, cand_sims: np.ndarray, k: int, min_sim: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the k best candidates (ties: the smaller chunk id, so lists do not depend on how the
+    candidates were found) with cosine >= min_sim, as (src, dst) id arrays."""
+    order = np.lexsort((cand_ids, -cand_sims), axis=1)[:, :k]
+    top_sims = np.take_along_axis(cand_sims, order, axis=1)
+    top_ids = np.take_along_axis(cand_ids, order, axis=1)
+    keep = top_sims >= min_sim
+    return np.repeat(ids, keep.sum(axis=1)), top_ids[keep]
+
+
+def _joined(srcs: list[np.ndarray], dsts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if not srcs:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(srcs).astype(np.int64), np.concatenate(dsts).astype(np.int64)
