@@ -87,3 +87,21 @@ def beir_folder(path: Path, words: dict[str, str]) -> Path:
     qrels = "".join(f"q{i}\t{k}\t1\n" for i, k in enumerate(words))
     (path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
     return path
+
+
+def indexed_topic_corpus(tmp_path: Path, n_per_topic: int, queries: dict[str, list[str]]):
+    """A topic corpus indexed with the hash embedder, and labelled queries ({query text: relevant
+    files}, ids q0, q1, ...): (Corpus, [LabelledQuery])."""
+    from ragx.api import Corpus
+    from ragx.config import load_settings
+    from ragx.eval.queries import load_queries
+    from ragx.index.build import run_index
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    make_corpus(root, n_per_topic=n_per_topic)
+    run_index(root, load_settings(root), HashEmbedder())
+    qfile = tmp_path / "q.jsonl"
+    rows = [{"id": f"q{i}", "query": text, "relevant_files": files} for i, (text, files) in enumerate(queries.items())]
+    qfile.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return Corpus(root), load_queries(qfile)

@@ -22,14 +22,11 @@ import pytest
 pytest.importorskip("polars")
 pytest.importorskip("optuna")
 
-from fakes import HashEmbedder, make_corpus  # noqa: E402
+from fakes import HashEmbedder, indexed_topic_corpus  # noqa: E402
 
 from lab.caches import content_key, read_ref, shared_passes  # noqa: E402
 from lab.passes import build_cache, code_hash, index_fingerprint, load_cache  # noqa: E402
 from ragx.api import Corpus  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
-from ragx.eval.queries import load_queries  # noqa: E402
-from ragx.index.build import run_index  # noqa: E402
 from ragx.search.candidates import PassCaps  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,14 +35,8 @@ CAPS = PassCaps(dense_n=30, lexical_n=30, hops=2, query_floor=0.1)
 
 @pytest.fixture
 def corpus_and_queries(tmp_path, fake_model):
-    root = tmp_path / "corpus"
-    root.mkdir()
-    make_corpus(root, n_per_topic=8)
-    run_index(root, load_settings(root), HashEmbedder())
-    qfile = tmp_path / "q.jsonl"
     words = ["telescope orbit", "bread oven yeast", "sail keel", "comet flour"]
-    qfile.write_text("\n".join(json.dumps({"id": f"q{i}", "query": w, "relevant_files": [f"cooking-{i}.md"]}) for i, w in enumerate(words)) + "\n")
-    return Corpus(root), load_queries(qfile)
+    return indexed_topic_corpus(tmp_path, 8, {w: [f"cooking-{i}.md"] for i, w in enumerate(words)})
 
 
 def _racer(corpus_root, queries, root, barrier, results, locks: bool):

@@ -8,15 +8,13 @@ import pytest
 
 pytest.importorskip("polars")
 
-from fakes import HashEmbedder, make_corpus  # noqa: E402
+from fakes import HashEmbedder, indexed_topic_corpus  # noqa: E402
 
 from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache  # noqa: E402
 from lab.rerank import shortlist_scorer  # noqa: E402
 from lab.rescore import rescore  # noqa: E402
 from ragx.api import Corpus  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
 from ragx.eval.presets import parse_config  # noqa: E402
-from ragx.eval.queries import load_queries  # noqa: E402
 from ragx.eval.runner import run_eval  # noqa: E402
 from ragx.index.build import run_index  # noqa: E402
 from ragx.search.candidates import PassCaps  # noqa: E402
@@ -33,14 +31,8 @@ SPECS = [
 
 @pytest.fixture
 def setup(tmp_path, fake_model):
-    root = tmp_path / "corpus"
-    root.mkdir()
-    make_corpus(root, n_per_topic=10)
-    run_index(root, load_settings(root), HashEmbedder())
-    qfile = tmp_path / "q.jsonl"
     words = ["telescope orbit", "bread oven yeast", "sail keel", "comet flour", "harbour nebula light", "anchor", "sugar dough"]
-    qfile.write_text("\n".join(json.dumps({"id": f"q{i}", "query": w, "relevant_files": [f"cooking-{i % 10}.md", f"sailing-{(i * 3) % 10}.md"]}) for i, w in enumerate(words)) + "\n")
-    return Corpus(root), load_queries(qfile)
+    return indexed_topic_corpus(tmp_path, 10, {w: [f"cooking-{i % 10}.md", f"sailing-{(i * 3) % 10}.md"] for i, w in enumerate(words)})
 
 
 def test_offline_rescoring_is_digit_exact_against_live_eval(setup, tmp_path):
