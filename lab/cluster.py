@@ -8,12 +8,19 @@ one trial at a time until the study holds N COMPLETE trials; while the study's C
 trials already reach N it starts none but waits for them (a RUNNING trial whose worker died goes stale
 after the grace period, is failed and re-queued as WAITING by the retry callback, and is then picked
 up by a survivor).
+
+The check and the start of a trial are one step under the study's budget lock (a PostgreSQL advisory
+lock, or a file lock beside a SQLite study): without it two workers that both see N-1 COMPLETE trials
+both start one and the study ends with N+1. The lock is released as soon as the trial exists (first
+thing in the objective), so trials still run in parallel.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -38,6 +45,13 @@ def rdb_storage(url: str, optuna_cfg) -> Any:
         return RDBStorage(url, engine_kwargs=engine, **kwargs)
 
 
+def rdb_of(study) -> Any:
+    """The study's RDBStorage, or None. Optuna wraps an RDBStorage in a caching layer (`_CachedStorage`)
+    that hides the engine and the heartbeat settings: read them from the storage underneath."""
+    storage = getattr(study._storage, "_backend", study._storage)
+    return storage if hasattr(storage, "engine") else None
+
+
 def state_counts(study) -> Counter:
     return Counter(t.state.name for t in study.get_trials(deepcopy=False))
 
@@ -45,19 +59,81 @@ def state_counts(study) -> Counter:
 def optimize(study, objective, callbacks, per_worker: int | None, study_trials: int | None, poll: float = 2.0) -> int:
     """Run trials until this worker ran `per_worker` or the study holds `study_trials` COMPLETE ones."""
     ran = 0
+    lock = BudgetLock(study) if study_trials is not None else None
     while per_worker is None or ran < per_worker:
         fail_stale(study)
-        if study_trials is not None:
+        if lock is not None:
+            lock.acquire()
             counts = state_counts(study)
-            if counts["COMPLETE"] >= study_trials:
-                break
             if counts["COMPLETE"] + counts["RUNNING"] >= study_trials:
+                lock.release()
+                if counts["COMPLETE"] >= study_trials:
+                    break
                 time.sleep(poll)  # the rest is running (or will be re-queued once its worker is found dead)
                 continue
         # the next trial is a re-queued (WAITING) one if any: Optuna runs those before it samples new ones
-        study.optimize(objective, n_trials=1, callbacks=callbacks, gc_after_trial=False)
+        try:
+            study.optimize(_released_on_start(objective, lock), n_trials=1, callbacks=callbacks, gc_after_trial=False)
+        finally:
+            if lock is not None:
+                lock.release()
         ran += 1
     return ran
+
+
+def _released_on_start(objective: Callable, lock: BudgetLock | None) -> Callable:
+    """The objective, releasing the budget lock once Optuna has created (and so counted) its trial."""
+    if lock is None:
+        return objective
+
+    def started(trial):
+        lock.release()
+        return objective(trial)
+
+    return started
+
+
+class BudgetLock:
+    """One worker at a time between "the study is short of its budget" and "my trial is RUNNING".
+    PostgreSQL: a session advisory lock keyed by the study's name (the server drops it if the worker
+    dies). SQLite: an flock on a file beside the database (the kernel drops it if the worker dies).
+    In-memory storage lives in one process: there is nobody to race."""
+
+    def __init__(self, study) -> None:
+        rdb = rdb_of(study)
+        engine = rdb.engine if rdb is not None else None
+        self._dialect = engine.dialect.name if engine is not None else None
+        self._engine, self._key = engine, f"ragx-budget:{study.study_name}"
+        self._conn: Any = None
+        self._file: Any = None
+        if self._dialect == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+            self._path: Path | None = Path(f"{engine.url.database}.budget-lock")
+        else:
+            self._path = None
+
+    def acquire(self) -> None:
+        import sqlalchemy
+
+        if self._dialect == "postgresql":
+            self._conn = self._engine.connect()
+            self._conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(hashtext(:k))"), {"k": self._key})
+        elif self._path is not None:
+            import fcntl
+
+            self._file = open(self._path, "a")  # noqa: SIM115 - held across calls, closed in release
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        """Idempotent: the objective releases on start, `optimize` again after a trial that never started."""
+        import sqlalchemy
+
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": self._key})
+            conn.close()
+        if self._file is not None:
+            f, self._file = self._file, None
+            f.close()  # closing the descriptor drops the flock
 
 
 def fail_stale(study) -> None:
@@ -83,9 +159,9 @@ def _fail_never_beaten(study) -> None:
     import optuna
     import sqlalchemy
 
-    storage = study._storage
-    grace = getattr(storage, "grace_period", None) or 2 * (getattr(storage, "heartbeat_interval", None) or 0)
-    if not grace or not hasattr(storage, "engine"):
+    storage = rdb_of(study)
+    grace = storage and (storage.grace_period or 2 * (storage.heartbeat_interval or 0))
+    if not grace:
         return
     now = datetime.now()
     old = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))

@@ -104,6 +104,8 @@ WORKER = textwrap.dedent("""
     from lab.cluster import optimize, rdb_storage
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url, name, seconds, worker = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    if len(sys.argv) > 6:  # a start time shared by every worker: they all check the budget at once
+        time.sleep(max(0.0, float(sys.argv[6]) - time.time()))
     cfg = OmegaConf.create({"heartbeat_interval": 1, "grace_period": 5, "max_retry": 2})
     study = optuna.create_study(study_name=name, storage=rdb_storage(url, cfg), load_if_exists=True)
     def objective(trial):
@@ -150,11 +152,60 @@ def kill_drill(url: str, tmp_path: Path, after: float, target: int = 3) -> dict:
     return audit_study(optuna.load_study(study_name=name, storage=storage))
 
 
+def never_beaten_drill(url: str, tmp_path: Path, target: int = 3) -> dict:
+    """A worker that died between creating its trial and its first heartbeat: the trial is RUNNING with
+    no heartbeat row at all, which Optuna's own stale check never sees. Worker B must still fail it
+    after the grace period, re-queue it once and finish the study."""
+    import optuna
+
+    from lab.cluster import audit_study, rdb_storage
+
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    name = f"never-beat-{os.getpid()}-{time.time_ns()}"
+    storage = rdb_storage(url, {"heartbeat_interval": None})
+    optuna.create_study(study_name=name, storage=storage).ask()  # asked, never told, never beaten
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    b = subprocess.run([sys.executable, str(script), url, name, "0.05", "B", str(target)], env=env, timeout=120)
+    assert b.returncode == 0
+    return audit_study(optuna.load_study(study_name=name, storage=storage))
+
+
 def check_drill(audit: dict, target: int = 3) -> None:
     assert audit["states"] == {"FAIL": 1, "COMPLETE": target}  # nothing left RUNNING or WAITING
     assert audit["failed"] == [0] and list(audit["retries"].values()) == [0]  # the killed trial, retried once
     assert audit["duplicate_numbers"] == 0 and audit["duplicate_complete_params"] == 0
     assert audit["complete_by_worker"] == {"B": target}
+
+
+def budget_race(url: str, tmp_path: Path, workers: int = 4, budget: int = 1) -> dict:
+    """`workers` workers wake at the same instant on an empty study whose budget is smaller than their
+    number: each sees 0 COMPLETE + 0 RUNNING, and without one lock around "check, then start a trial"
+    each would start one and the study would end over its budget."""
+    import optuna
+
+    from lab.cluster import audit_study, rdb_storage
+
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    name = f"race-{os.getpid()}-{time.time_ns()}"
+    storage = rdb_storage(url, {"heartbeat_interval": None})
+    optuna.create_study(study_name=name, storage=storage)
+    start_at = time.time() + 8  # after every worker has imported optuna and loaded the study
+    procs = [subprocess.Popen([sys.executable, str(script), url, name, "1.0", f"W{i}", str(budget), str(start_at)], env=env)
+             for i in range(workers)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * workers
+    return audit_study(optuna.load_study(study_name=name, storage=storage))
+
+
+def test_a_trial_whose_worker_died_before_its_first_heartbeat_is_failed_and_retried(tmp_path):
+    check_drill(never_beaten_drill(f"sqlite:///{tmp_path / 'optuna.db'}", tmp_path))
+
+
+def test_workers_starting_together_never_run_past_the_study_budget(tmp_path):
+    audit = budget_race(f"sqlite:///{tmp_path / 'optuna.db'}", tmp_path)
+    assert audit["states"] == {"COMPLETE": 1} and audit["duplicate_numbers"] == 0
 
 
 @pytest.mark.parametrize("after", [0.0, 2.5], ids=["at-start", "after-heartbeats"])
@@ -217,6 +268,12 @@ def test_cluster_two_workers_share_one_postgres_study_tracked_by_the_mlflow_serv
     assert cluster["urls"]["RAGX_LAB_STORAGE"].startswith("postgresql")
     # the workers loaded the one shared pass cache (passes_from=shared), built once by `lab cache`
     assert [p.name for p in (cluster["state"] / "passes" / "refs").iterdir()] == ["tiny-train-base"]
+
+
+@pytest.mark.cluster
+def test_cluster_workers_starting_together_never_run_past_the_budget_on_postgres(cluster, tmp_path):
+    audit = budget_race(cluster["urls"]["RAGX_LAB_STORAGE"], tmp_path)
+    assert audit["states"] == {"COMPLETE": 1} and audit["duplicate_numbers"] == 0
 
 
 @pytest.mark.cluster
