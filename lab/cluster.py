@@ -62,7 +62,7 @@ def optimize(study, objective, callbacks, per_worker: int | None, study_trials: 
     lock = BudgetLock(study) if study_trials is not None else None
     while per_worker is None or ran < per_worker:
         fail_stale(study)
-        if lock is not None:
+        if lock is not None and study_trials is not None:
             lock.acquire()
             counts = state_counts(study)
             if counts["COMPLETE"] + counts["RUNNING"] >= study_trials:
@@ -101,7 +101,7 @@ class BudgetLock:
 
     def __init__(self, study) -> None:
         rdb = rdb_of(study)
-        engine = rdb.engine if rdb is not None else None
+        engine: Any = rdb.engine if rdb is not None else None
         self._dialect = engine.dialect.name if engine is not None else None
         self._engine, self._key = engine, f"ragx-budget:{study.study_name}"
         self._conn: Any = None
