@@ -192,3 +192,27 @@ def test_two_legs_fill_a_budget_exactly_where_the_legs_allow():
     graph = BASE.replace(dense_n=1, lexical_n=1, hops=1)
     assert fit(graph, c, 5).max_frontier == 3                            # seeds {1, 3} + 3 admitted
     assert fit(graph, c, 1).hops == 0                                    # below the seeds: a hybrid of that size
+
+
+def test_gap_runs_the_train_split_where_there_is_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(9)
+    sets = []
+    for name, topics in (("tuned", ["astronomy", "cooking"]), ("heldout", ["sailing", "cooking"])):
+        words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in topics for i in range(6)}
+        sets.append(beir_folder(tmp_path / name, words))
+    test_lines = (sets[0] / "qrels" / "test.tsv").read_text().splitlines()
+    (sets[0] / "qrels" / "train.tsv").write_text("\n".join([test_lines[0], *test_lines[1:7]]) + "\n")
+    (sets[0] / "qrels" / "test.tsv").write_text("\n".join([test_lines[0], *test_lines[7:]]) + "\n")
+    configs = ["-c", "dense", "-c", "hybrid"]
+    full, out_err = run_json(capsys, "beir", *map(str, sets), *configs, "--gap", "--report", str(tmp_path / "rep"))
+    tuned, heldout = full["datasets"]
+    train, _ = run_json(capsys, "beir", str(sets[0]), "--split", "train", *configs)
+    assert tuned["gap"]["n_queries"] == 6 and "gap" not in heldout
+    for name in ("dense", "hybrid"):
+        train_mean = train["datasets"][0]["files"]["means"][name]["nDCG@10"]
+        assert tuned["gap"]["means"][name]["nDCG@10"] == pytest.approx(train_mean)
+        assert tuned["gap"]["gap"][name]["nDCG@10"] == pytest.approx(train_mean - tuned["files"]["means"][name]["nDCG@10"])
+    assert "train - test gap: nDCG@10" in out_err
+    summary = (tmp_path / "rep" / "summary-test.md").read_text()
+    assert "Train / train − test gap" in summary and "no train split" in summary

@@ -9,6 +9,7 @@ compared per query with a reference configuration.
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -43,6 +44,7 @@ def eval_command(
     gate: Annotated[Optional[Path], typer.Option("--gate", help="Baseline JSON (a folder of <dataset>-<split>.json with several datasets): exit 1 if a metric drops by more than the tolerance.")] = None,
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help=f"Gate tolerance (default: the baseline's, else {DEFAULT_TOLERANCE}).")] = None,
     write_baseline_to: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record this run's means as a baseline file (a folder with several datasets).")] = None,
+    gap: Annotated[bool, typer.Option("--gap", help="Also run each collection's train split (where it has one) and show train and train - test per configuration.")] = False,
 ) -> None:
     """Evaluate retrieval (nDCG@10, R@5, R@10, R@100, MRR@10, MAP@100) for several configurations in one run,
     with candidates scored per query and paired significance tests against a reference configuration."""
@@ -51,16 +53,19 @@ def eval_command(
     command = shlex.join(["ragx", *invocation])
     commit = git_commit()
     docs = []
-    for corpus, queries, dataset, split_name in _datasets(target, root, split, cache):
+    for corpus, queries, dataset, split_name, train in _datasets(target, root, split, cache, gap):
         meta = {"dataset": dataset, "split": split_name, "command": command, "commit": commit}
-        columns = (TextColumn(f"evaluating {dataset}"), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as progress:
-            task = progress.add_task("eval", total=None)
-            doc = evaluate_dataset(corpus, queries, config, reference, meta, progress=lambda n, task=task: progress.advance(task, n))
+        doc = _with_progress(f"evaluating {dataset}", partial(evaluate_dataset, corpus, queries, config, reference, meta))
+        if gap and train is not None:
+            from ..eval.gap import train_gap
+
+            doc["gap"] = _with_progress(f"evaluating {dataset} train", partial(train_gap, corpus, train, config, doc))
         _print_dataset(doc, err if json_out else out)
         docs.append(doc)
     if len(docs) > 1:
         _print_summary(docs, err if json_out else out)
+    if gap:
+        _print_gap(docs, err if json_out else out)
     _write_reports(docs, report, command)
     code = _baselines_and_gates(docs, gate, write_baseline_to, tolerance, command)
     if json_out:
@@ -68,15 +73,24 @@ def eval_command(
     raise typer.Exit(code)
 
 
-def _datasets(target: list[str], root, split: str, cache: Path | None):
-    """(corpus, queries file, dataset name, split) for each collection named on the command line, lazily."""
+def _with_progress(label: str, run):
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("eval", total=None)
+        return run(progress=lambda n: progress.advance(task, n))
+
+
+def _datasets(target: list[str], root, split: str, cache: Path | None, gap: bool = False):
+    """(corpus, queries file, dataset name, split, train queries file or None) for each collection named
+    on the command line, lazily. The train file is there only for a BEIR collection that has a train
+    split other than the one evaluated."""
     if target[0] != "beir":
         if len(target) != 1:
             raise UsageError("usage: ragx eval QUERIES.jsonl (or: ragx eval beir DATA_DIR [DATA_DIR ...])")
         from ..api import Corpus
 
         corpus = Corpus.open(root, need_index=True)
-        yield corpus, Path(target[0]), corpus.root.name, Path(target[0]).stem
+        yield corpus, Path(target[0]), corpus.root.name, Path(target[0]).stem, None
         return
     dirs = [Path(t) for t in target[1:]]
     if not dirs:
@@ -89,10 +103,12 @@ def _datasets(target: list[str], root, split: str, cache: Path | None):
     from ..eval.beir import cache_dir_for, open_collection
 
     for data_dir in dirs:
-        corpus, made, index_report = open_collection(data_dir, cache or cache_dir_for(data_dir), split, reporter=RichReporter())
+        corpus, made, index_report = open_collection(data_dir, cache or cache_dir_for(data_dir), split, reporter=RichReporter(),
+                                                     also=("train",) if gap else ())
         err.print(f"{data_dir.resolve().name}: {made.documents} documents in {made.corpus_dir} ({made.written} written); "
                   f"index: {index_report.chunks} chunks, {index_report.embedded_chunks} embedded now, {index_report.seconds:.1f} s")
-        yield corpus, made.queries[split], data_dir.resolve().name, split
+        train = made.queries.get("train") if split != "train" else None
+        yield corpus, made.queries[split], data_dir.resolve().name, split, train
 
 
 def _table(title: str, head: list[str], rows: list[list[str]]) -> Table:
@@ -132,6 +148,13 @@ def _print_summary(docs: list[dict[str, Any]], console) -> None:
     for metric in HEADLINE:
         _show(console, _table(f"summary: {metric} (mean over {len(docs)} datasets)", summary_head(docs), summary_rows(docs, metric)))
     console.print(LEGEND, style="dim")
+
+
+def _print_gap(docs: list[dict[str, Any]], console) -> None:
+    from ..eval.gap import gap_head, gap_rows
+
+    for metric in HEADLINE:
+        _show(console, _table(f"train / train - test gap: {metric}", gap_head(docs), gap_rows(docs, metric)))
 
 
 def _write_reports(docs: list[dict[str, Any]], folder: Path | None, command: str) -> None:

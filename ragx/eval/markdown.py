@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .gap import gap_head, gap_rows, has_gap
 from .metrics import HEADLINE, METRIC_NAMES
 from .plots import dataset_plot, summary_plot
 from .report import (LEGEND, comparison_head, comparison_rows, lexical_lines, main_head, main_rows,
@@ -82,6 +83,10 @@ def write_summary(docs: list[dict[str, Any]], folder: Path, stem: str, command: 
                    for name in docs[0]["budgets"] if all(name in d["budgets"] for d in docs)]
     lines += ["## Candidates scored / files ranked (mean per query)", "",
               markdown_table(["config", *(d["dataset"] for d in docs)], budget_rows), ""]
+    if has_gap(docs):
+        lines += ["## Train / train − test gap (nDCG@10)", "",
+                  "The same configurations on each collection's train split; a set with no train split was never tuned on.", "",
+                  markdown_table(gap_head(docs), gap_rows(docs, "nDCG@10")), ""]
     lex = [(d["dataset"], x) for d in docs for x in lexical_lines(d, HEADLINE)]
     if lex:
         lines += ["## ragx's lexical leg against the reference BM25", "", *(f"- {ds}: {x}" for ds, x in lex), ""]
