@@ -216,3 +216,21 @@ def test_gap_runs_the_train_split_where_there_is_one(tmp_path, capsys, monkeypat
     assert "train - test gap: nDCG@10" in out_err
     summary = (tmp_path / "rep" / "summary-test.md").read_text()
     assert "Train / train − test gap" in summary and "no train split" in summary
+
+
+def test_a_set_that_types_its_queries_is_also_reported_by_type(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(3)
+    words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in ("astronomy", "cooking") for i in range(6)}
+    folder = beir_folder(tmp_path / "typed", words)
+    rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["metadata"] = {"type": "linked" if i % 3 == 0 else "keyword"}
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    full, out_err = run_json(capsys, "beir", str(folder), "-c", "dense", "-c", "hybrid")
+    doc = full["datasets"][0]
+    linked = [r["_id"] for i, r in enumerate(rows) if i % 3 == 0]
+    assert doc["by_type"]["linked"]["n"] == len(linked) and doc["by_type"]["keyword"]["n"] == len(rows) - len(linked)
+    per_query = doc["files"]["per_query"]["hybrid"]
+    assert doc["by_type"]["linked"]["means"]["hybrid"]["nDCG@10"] == pytest.approx(np.mean([per_query[q]["nDCG@10"] for q in linked]))
+    assert "nDCG@10 by query type" in out_err

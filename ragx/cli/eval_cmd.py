@@ -137,6 +137,11 @@ def _print_dataset(doc: dict[str, Any], console) -> None:
     ref, s = doc["comparisons"]["reference"], doc["seconds"]
     _show(console, _table(f"{doc['dataset']} {doc['split']}: {doc['n_queries']} queries, files; reference {ref}", main_head(), main_rows(doc)))
     _show(console, _table(f"{doc['dataset']}: against {ref}, per query", comparison_head(), comparison_rows(doc, HEADLINE)))
+    from ..eval.kinds import kind_rows
+
+    head, rows = kind_rows(doc, "nDCG@10")
+    if rows:
+        _show(console, _table(f"{doc['dataset']}: nDCG@10 by query type", head, rows))
     for line in lexical_lines(doc, HEADLINE):
         console.print(f"lexical check: {line}")
     console.print(LEGEND, style="dim")

@@ -105,7 +105,9 @@ def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) 
     for name in stale:
         (corpus_dir / name).unlink()
 
-    queries = {str(q["_id"]): q["text"] for q in read_jsonl(data_dir / "queries.jsonl")}
+    rows = list(read_jsonl(data_dir / "queries.jsonl"))
+    queries = {str(q["_id"]): q["text"] for q in rows}
+    kinds = {str(q["_id"]): str((q.get("metadata") or {}).get("type") or "") for q in rows}
     qdir = out_dir / "queries"
     qdir.mkdir(exist_ok=True)
     files, counts = {}, {}
@@ -117,7 +119,8 @@ def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) 
                 continue
             relevance = {names[d]: g for d, g in judged.items() if d in names and g > 0}
             if relevance:
-                lines.append(json.dumps({"id": qid, "query": queries[qid], "relevance": relevance}, ensure_ascii=False))
+                line = {"id": qid, "query": queries[qid], "relevance": relevance} | ({"type": kinds[qid]} if kinds[qid] else {})
+                lines.append(json.dumps(line, ensure_ascii=False))
         files[split] = qdir / f"{split}.jsonl"
         _write_if_changed(files[split], "\n".join(lines) + "\n")
         counts[split] = len(lines)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .gap import gap_head, gap_rows, has_gap
+from .kinds import kind_rows
 from .metrics import HEADLINE, METRIC_NAMES
 from .plots import dataset_plot, summary_plot
 from .report import (LEGEND, comparison_head, comparison_rows, lexical_lines, main_head, main_rows,
@@ -51,6 +52,9 @@ def dataset_markdown(doc: dict[str, Any], png_name: str) -> str:
         markdown_table(comparison_head(), comparison_rows(doc, METRIC_NAMES)),
         "",
     ]
+    head, rows = kind_rows(doc, "nDCG@10")
+    if rows:
+        lines += ["nDCG@10 by query type (the set's own `type` of each query):", "", markdown_table(head, rows), ""]
     lex = lexical_lines(doc, METRIC_NAMES)
     if lex:
         lines += ["ragx's lexical leg against the reference BM25 (same files, same queries; BH across metrics):", "",

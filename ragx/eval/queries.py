@@ -5,7 +5,9 @@
     {"query": "...", "relevant_chunks": {"a.md:10-24": 1}}           labels on line ranges (chunk level;
                                                                      their files count as relevant files)
 
-An optional "id" names the query (default: its line number). Paths are relative to the corpus root.
+An optional "id" names the query (default: its line number); an optional "type" names its kind
+(e.g. "paraphrase", "linked"), and `ragx eval` then reports each kind apart. Paths are relative to the
+corpus root.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class LabelledQuery:
     text: str
     files: dict[str, int]                                   # path -> grade (> 0)
     spans: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (path, line_start, line_end) -> grade
+    kind: str = ""                                          # the query's "type", if the set names one
 
 
 def _span(key: str, where: str) -> tuple[str, int, int]:
@@ -96,7 +99,10 @@ def load_queries(path: Path) -> list[LabelledQuery]:
         files, spans = _labels(obj, where)
         if not files and not spans:
             raise UsageError(f"{where}: no relevant_files, relevance or relevant_chunks with a grade above 0")
-        out.append(LabelledQuery(str(obj.get("id", n)), obj["query"], files, spans))
+        kind = obj.get("type", "")
+        if not isinstance(kind, str):
+            raise UsageError(f'{where}: "type" must be a string, got {json.dumps(kind)[:40]}')
+        out.append(LabelledQuery(str(obj.get("id", n)), obj["query"], files, spans, kind))
     if not out:
         raise UsageError(f"{path} holds no queries")
     ids = [q.id for q in out]

@@ -16,8 +16,14 @@ from .metrics import METRIC_NAMES
 def evaluate_dataset(corpus, queries: Path, specs: list[str] | None, reference: str | None, meta: dict[str, Any],
                      progress=None) -> dict[str, Any]:
     """Corpus.evaluate, then the paired tests against the reference (timed separately)."""
+    from .kinds import by_kind
+    from .queries import load_queries
+
     doc = corpus.evaluate(queries, specs, progress=progress)
     doc |= meta
+    kinds = by_kind(doc["files"]["per_query"], {q.id: q.kind for q in load_queries(queries)})
+    if kinds:
+        doc["by_type"] = kinds
     t0 = time.perf_counter()
     add_comparisons(doc, reference)
     doc["stats_seconds"] = time.perf_counter() - t0
