@@ -49,8 +49,9 @@ def core() -> list[str]:
     return lines
 
 
-def prune() -> list[str]:
-    site = Path(sysconfig.get_paths()["purelib"])
+def prune(site: Path | None = None) -> list[str]:
+    """Delete the UNUSED files under `site` (default: this interpreter's site-packages); their paths."""
+    site = site or Path(sysconfig.get_paths()["purelib"])
     removed = []
     for package, pattern in UNUSED.items():
         for path in sorted((site / package).rglob(pattern)) if (site / package).is_dir() else []:
