@@ -9,19 +9,16 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from . import __version__
 from .config import Settings, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
-from .index.diff import diff_corpus
 from .index.layout import Layout
-from .index.snapshot import Snapshot
 from .index.store import Store
 from .scoring.params import Params
 
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
     from .index.build import IndexReport, Reporter
+    from .index.snapshot import Snapshot
 
 
 class Corpus:
@@ -287,6 +284,8 @@ class Corpus:
 
     def status(self, *, drift: bool = True, verify: bool = True, deep: bool = False) -> dict[str, Any]:
         """Counts, model, drift and an integrity check (`deep` also reads every vector back from HNSW)."""
+        from .index.diff import diff_corpus  # the corpus walk (pathspec, xxhash): status only, not query
+
         out: dict[str, Any] = {"root": str(self.root), "indexed": False}
         store = Store(self.layout.db, readonly=True) if self.layout.exists() else None
         try:
@@ -349,7 +348,9 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
     file against the checksum recorded at commit, and asks the HNSW file for every live chunk's vector.
     Each problem ends with the fix.
     """
-    from .index.snapshot import HINT, damaged
+    import numpy as np
+
+    from .index.snapshot import HINT, Snapshot, damaged
 
     problems = store.integrity_problems() if deep else []
     ids, file_ids = store.chunk_files()

@@ -51,6 +51,11 @@ def test_first_run_indexes_everything_and_chunks_are_byte_slices(corpus):
     status = Corpus(corpus).status(deep=True)
     assert status["consistent"], status["problems"]
     assert status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+    # status counts undirected edges without the view; both directions, one-way pairs and the total agree
+    directed = db.execute("SELECT count(*) FROM knn").fetchone()[0]
+    one_way = db.execute("SELECT count(*) FROM knn k WHERE NOT EXISTS (SELECT 1 FROM knn r WHERE r.src = k.dst AND r.dst = k.src)").fetchone()[0]
+    assert 0 < one_way < directed  # kNN lists are not symmetric: the count must handle both kinds of pair
+    assert status["edges"] == db.execute("SELECT count(*) FROM edges").fetchone()[0] == report.edges
 
 
 def test_store_edges_and_csr_agree_exactly(corpus):

@@ -394,7 +394,10 @@ class Store:
         return {
             "files": one("SELECT count(*) FROM files"),
             "chunks": one("SELECT count(*) FROM chunks"),
-            "edges": one("SELECT count(*) FROM edges"),
+            # = count(*) FROM edges, without the view's GROUP BY over every kNN row (3x slower: `ragx status`).
+            # A pair counts once: from its smaller end, or from its only stored direction.
+            "edges": one("SELECT count(*) FROM knn AS k WHERE src <= dst"
+                         " OR NOT EXISTS (SELECT 1 FROM knn AS r WHERE r.src = k.dst AND r.dst = k.src)"),
             "communities": one("SELECT count(DISTINCT community) FROM communities WHERE community >= 0"),
         }
 
