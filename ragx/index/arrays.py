@@ -1,6 +1,6 @@
 """The second stage of an index run: the derived arrays of the new generation, from a ChangeSet.
 
-vectors (vectors.npy is the source of truth; hnswlib holds its own copy for ANN) -> the kNN rows of
+vectors (vectors.npy, float16, is the source of truth; hnswlib holds its own float32 copy for ANN) -> the kNN rows of
 new chunks and of the rows they touch (exactly what a full rebuild would give) -> the undirected CSR
 graph -> communities. `write` puts them in a new generation folder, complete before any commit.
 """
@@ -51,7 +51,7 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> tup
     if have_arrays and not change.full:
         old = Snapshot.load(current, checksums=manifest.get("checksums"))
         verify(current, manifest.get("checksums"), (HNSW,))
-        kept_vecs = np.asarray(old.vectors[old.positions(kept_old)])
+        kept_vecs = np.asarray(old.vectors[old.positions(kept_old)], dtype=np.float32)  # stored float16
         vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(new_ids))
         vindex.remove(change.removed)
         vindex.add(new_ids, new_vecs)

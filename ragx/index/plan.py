@@ -25,7 +25,7 @@ from ..ingest.filetypes import MARKDOWN
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .layout import Layout
-from .snapshot import Snapshot
+from .snapshot import VECTORS_FORMAT, Snapshot, as_stored
 from .store import FileRow, Store
 
 
@@ -35,8 +35,11 @@ CHUNKER_VERSION = 2
 
 
 def needs_rechunk(manifest: dict) -> bool:
-    """An index made under older chunking rules is re-chunked in full (its vectors are reused)."""
-    return int(manifest.get("generation", 0)) > 0 and manifest.get("chunker", 1) != CHUNKER_VERSION
+    """An index made under older chunking rules, or with vectors stored in another precision, is
+    re-chunked in full (its vectors are reused, rounded as they are stored now)."""
+    if int(manifest.get("generation", 0)) == 0:
+        return False
+    return manifest.get("chunker", 1) != CHUNKER_VERSION or manifest.get("vectors", "float32") != VECTORS_FORMAT
 
 
 class Reporter(Protocol):
@@ -212,7 +215,7 @@ def plan(
     removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
     return ChangeSet(
         full=full, files=files, chunks=chunks, new_ids=new_ids,
-        new_vecs=np.ascontiguousarray(new_vecs, dtype=np.float32),
+        new_vecs=np.ascontiguousarray(as_stored(new_vecs)),  # the values the vector file will hold
         gone_file_ids=gone_file_ids, removed=removed,
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),

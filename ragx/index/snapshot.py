@@ -1,7 +1,14 @@
 """One generation of an index's derived arrays, written whole before the commit that names it.
 
     gen-NNNNNN/chunks.npz    ids (sorted live chunk ids) and the file id of each
-    gen-NNNNNN/vectors.npy   float32 unit vectors, row i = ids[i] (memory-mapped on load)
+    gen-NNNNNN/vectors.npy   float16 unit vectors, row i = ids[i] (memory-mapped on load)
+
+Vectors are stored in float16: half the disk and half the page cache of float32, and a query
+process maps the file instead of holding a copy (the rows it scores are read and widened to
+float32: retrieve.cosines, the exact rescoring of HNSW's candidates). Every vector is rounded to
+float16 as soon as it is made (plan.py), so the graph weights and the file hold the very same
+numbers whether a run is full or incremental. The HNSW index keeps its own float32 copy in memory
+(normalised again by hnswlib; it has no memory-mapped mode): about 1.7 kB per chunk at 384 dimensions.
     gen-NNNNNN/graph.npz     CSR adjacency of the similarity graph over the same rows
     gen-NNNNNN/vectors.hnsw  the ANN index (labels = chunk ids), loaded on first search
 """
@@ -24,6 +31,13 @@ from .vectors import VectorIndex
 
 CHUNKS, VECTORS_NPY, GRAPH, HNSW = "chunks.npz", "vectors.npy", "graph.npz", "vectors.hnsw"
 FILES = (CHUNKS, VECTORS_NPY, GRAPH, HNSW)
+VECTOR_DTYPE = np.float16
+VECTORS_FORMAT = "float16"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """float32 vectors holding exactly the values the vector file will hold."""
+    return np.asarray(vectors, dtype=np.float32).astype(VECTOR_DTYPE).astype(np.float32)
 HINT = "run `ragx index --full`"
 
 
@@ -132,7 +146,7 @@ class Snapshot:
         with open(tmp / GRAPH, "wb") as fh:
             np.savez(fh, indptr=self.graph.indptr, nbr=self.graph.nbr, weight=self.graph.weight)
         with open(tmp / VECTORS_NPY, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(self.vectors, dtype=np.float32))
+            np.save(fh, np.ascontiguousarray(self.vectors, dtype=VECTOR_DTYPE))
         vindex.save(tmp / HNSW)
         checksums = {}
         for name in FILES:
