@@ -234,7 +234,7 @@ def test_vectors_are_stored_in_float16_and_mapped_and_an_older_index_converts_wi
     store = Store(layout.db, readonly=True)
     manifest = store.manifest()
     store.close()
-    assert manifest["vectors"] == "float16"
+    assert manifest["vectors"] == "float16+delta"
     snap = Snapshot.load(layout.gen(manifest["generation"]), checksums=manifest["checksums"])
     assert snap.vectors.dtype == np.float16 and isinstance(snap.vectors, np.memmap)
     # The HNSW copy (float32, normalised again by hnswlib) differs from the file only by that rounding.
