@@ -329,6 +329,14 @@ def _cold_query(root: Path, runs: int = 5) -> float:
     return statistics.median(walls)
 
 
+def _generation_bytes(root: Path) -> dict:
+    """MB of the newest generation folder written by its run, and MB hard-linked from the one before."""
+    newest = sorted((root / ".ragx").glob("gen-*"))[-1]
+    files = [p.stat() for p in newest.iterdir() if p.is_file()]
+    return {"gen_written_mb": sum(s.st_size for s in files if s.st_nlink == 1) / 2**20,
+            "gen_linked_mb": sum(s.st_size for s in files if s.st_nlink > 1) / 2**20}
+
+
 def _edit_one_file(root: Path) -> None:
     victim = sorted(root.glob("d0000/*.md"))[0]
     backup = root.parent / "edited.orig"
@@ -366,7 +374,7 @@ def bench_size(n: int, work: Path, sample: int, keep: bool = False) -> dict:
     row["cold_query_s"] = _cold_query(root)
     _edit_one_file(root)
     t0 = time.perf_counter()
-    row["incremental"] = _child("_index", str(root)) | {"process_wall_s": time.perf_counter() - t0}
+    row["incremental"] = _child("_index", str(root)) | {"process_wall_s": time.perf_counter() - t0} | _generation_bytes(root)
     row["recall"] = _child("_recall", str(root), str(sample))
     print(f"[{n}] cold {row['cold_query_s']:.2f} s, incremental {json.dumps(row['incremental'])}, recall {json.dumps(row['recall'])}", flush=True)
     return row
