@@ -100,3 +100,15 @@ def test_hnsw_with_a_delta_finds_what_exact_search_finds(seed):
     found, sims = index.search(queries[0], 10, len(live))
     assert set(found.tolist()) == set(exact[0].tolist()) and np.all(np.diff(sims) <= 1e-6)
     assert not set(found.tolist()) & set(dead.tolist())
+
+
+def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
+    from ragx.index.snapshot import mapped_npz
+
+    arrays = {"a": np.arange(10, dtype=np.int64), "b": np.linspace(0, 1, 7), "c": np.empty(0, np.int64),
+              "d": np.asfortranarray(np.arange(12.0).reshape(3, 4))}
+    for save in (np.savez, np.savez_compressed):
+        save(tmp_path / "x.npz", **arrays)
+        got = mapped_npz(tmp_path / "x.npz", tuple(arrays))
+        assert all(np.array_equal(g, a) for g, a in zip(got, arrays.values()))
+        assert isinstance(got[0], np.memmap) == (save is np.savez)

@@ -21,6 +21,7 @@ writes only delta.npy, chunks.npz and graph.npz.
 from __future__ import annotations
 
 import os
+import struct
 import zipfile
 import shutil
 from dataclasses import dataclass, field
@@ -119,8 +120,7 @@ class Snapshot:
         verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH))
         try:
             ids, file_ids, stored = _read_vectors(folder)
-            with np.load(folder / GRAPH) as z:
-                graph = Graph(ids, z["indptr"], z["nbr"], z["weight"])
+            graph = Graph(ids, *mapped_npz(folder / GRAPH, ("indptr", "nbr", "weight")))
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
         slots = stored.slots(ids)
@@ -200,6 +200,33 @@ def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
     return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+
+
+def mapped_npz(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
+    """Arrays of an .npz file, memory-mapped where they lie (np.savez stores members uncompressed), so
+    a reader holds only the pages it touches (the graph of a million chunks is ~200 MB); a compressed
+    member is read whole."""
+    out = []
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
+        for name in names:
+            info = zf.getinfo(f"{name}.npy")
+            if info.compress_type != zipfile.ZIP_STORED:
+                with zf.open(info) as member:
+                    out.append(np.lib.format.read_array(member))
+                continue
+            fh.seek(info.header_offset + 26)  # the local header's name and extra-field lengths
+            name_len, extra_len = struct.unpack("<HH", fh.read(4))
+            fh.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            if dtype.hasobject:
+                raise ValueError(f"{name} holds Python objects")
+            if int(np.prod(shape)) == 0:
+                out.append(np.empty(shape, dtype))
+                continue
+            out.append(np.memmap(path, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C"))
+    return out
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
