@@ -170,11 +170,16 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _current_rss_mb() -> float:
+def _current_rss_mb(kind: str = "VmRSS") -> float:
+    """This process's resident memory now: VmRSS (all), RssAnon (its own heap) or RssFile (mapped files)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{kind}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _rss_split() -> dict:
+    return {"rss_anon_mb": _current_rss_mb("RssAnon"), "rss_file_mb": _current_rss_mb("RssFile")}
 
 
 def _available_gb() -> float:
@@ -210,7 +215,8 @@ def step_queries(root: Path) -> dict:
     rss_open = _current_rss_mb()
     corpus.query(queries[0])  # warm: index files mapped, HNSW loaded
     out: dict = {"rss_opened_mb": rss_open, "rss_after_first_query_mb": _current_rss_mb(),
-                 "hnsw_file_mb": _du_mb(root / ".ragx", "vectors.hnsw"), "vectors_file_mb": _du_mb(root / ".ragx", "vectors.npy")}
+                 "after_first_query": _rss_split(),
+                 "hnsw_file_mb": _du_mb(_newest_gen(root), "vectors.hnsw"), "vectors_file_mb": _du_mb(_newest_gen(root), "vectors.npy")}
     for label, graph in (("with_graph", True), ("no_graph", False)):
         times = []
         for q in queries:
@@ -218,6 +224,7 @@ def step_queries(root: Path) -> dict:
             corpus.query(q, graph=graph, rerank=False, expand=False)
             times.append(time.perf_counter() - t0)
         out[label] = _percentiles(times)
+    out["after_dense_queries"] = _rss_split() | {"peak_rss_mb": _rss_mb()}
     store = corpus.searcher.store
     common = ["the of and", "which would have been", "it was not the one"]
     times, hits = [], []
@@ -229,6 +236,7 @@ def step_queries(root: Path) -> dict:
     out["bm25_common_words"] = _percentiles(times) | {"matches_median": int(statistics.median(hits))}
     out["peak_rss_mb"] = _rss_mb()
     out["rss_end_mb"] = _current_rss_mb()
+    out["end"] = _rss_split()
     return out
 
 
@@ -329,9 +337,13 @@ def _cold_query(root: Path, runs: int = 5) -> float:
     return statistics.median(walls)
 
 
+def _newest_gen(root: Path) -> Path:
+    return sorted((root / ".ragx").glob("gen-*"))[-1]
+
+
 def _generation_bytes(root: Path) -> dict:
     """MB of the newest generation folder written by its run, and MB hard-linked from the one before."""
-    newest = sorted((root / ".ragx").glob("gen-*"))[-1]
+    newest = _newest_gen(root)
     files = [p.stat() for p in newest.iterdir() if p.is_file()]
     return {"gen_written_mb": sum(s.st_size for s in files if s.st_nlink == 1) / 2**20,
             "gen_linked_mb": sum(s.st_size for s in files if s.st_nlink > 1) / 2**20}
