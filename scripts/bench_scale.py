@@ -1,6 +1,7 @@
 """How ragx scales with the number of chunks: synthetic corpora of N chunks, indexed and queried.
 
     nice -n 5 python scripts/bench_scale.py --sizes 10000 100000 [--work DIR] [--recall-sample 3000]
+    nice -n 5 python scripts/bench_scale.py --sizes 1000000 --out reports/scale-rows.json --merge --plot reports/scale.png
 
 Corpus: markdown files of 10 sections, one section ~ one chunk, written from a Zipf vocabulary of
 20,000 pseudo-words plus real English function words, with topic structure (each file draws most of
@@ -15,6 +16,11 @@ embedding, peak RSS, disk of .ragx/), warm in-process queries p50/p95 with and w
 (200 topic queries), BM25 for common-word queries, cold one-shot `ragx query --json` (median of 5),
 an incremental run after editing one file, and the kNN-list recall of the stored graph against
 exact lists for a random sample of chunks (exact below graph.EXACT_MAX_PAIRS, so recall is 1 there).
+The query step also records its resident memory before and after the HNSW file is loaded (hnswlib
+holds a float32 copy of every vector; the float16 vector file is only memory-mapped).
+
+Every child is watched: when the machine's available memory falls under --min-free-gb, the child is
+killed and the benchmark stops (the machine is shared).
 """
 
 from __future__ import annotations
@@ -164,6 +170,25 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _current_rss_mb(kind: str = "VmRSS") -> float:
+    """This process's resident memory now: VmRSS (all), RssAnon (its own heap) or RssFile (mapped files)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{kind}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _rss_split() -> dict:
+    return {"rss_anon_mb": _current_rss_mb("RssAnon"), "rss_file_mb": _current_rss_mb("RssFile")}
+
+
+def _available_gb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20
+    return float("inf")
+
+
 def step_index(root: Path) -> dict:
     emb = register()
     from ragx.api import Corpus
@@ -187,8 +212,11 @@ def step_queries(root: Path) -> dict:
 
     queries = json.loads((root.parent / "queries.json").read_text())
     corpus = Corpus.open(root, need_index=True)
+    rss_open = _current_rss_mb()
     corpus.query(queries[0])  # warm: index files mapped, HNSW loaded
-    out = {}
+    out: dict = {"rss_opened_mb": rss_open, "rss_after_first_query_mb": _current_rss_mb(),
+                 "after_first_query": _rss_split(),
+                 "hnsw_file_mb": _du_mb(_newest_gen(root), "vectors.hnsw"), "vectors_file_mb": _du_mb(_newest_gen(root), "vectors.npy")}
     for label, graph in (("with_graph", True), ("no_graph", False)):
         times = []
         for q in queries:
@@ -196,6 +224,7 @@ def step_queries(root: Path) -> dict:
             corpus.query(q, graph=graph, rerank=False, expand=False)
             times.append(time.perf_counter() - t0)
         out[label] = _percentiles(times)
+    out["after_dense_queries"] = _rss_split() | {"peak_rss_mb": _rss_mb()}
     store = corpus.searcher.store
     common = ["the of and", "which would have been", "it was not the one"]
     times, hits = [], []
@@ -206,6 +235,8 @@ def step_queries(root: Path) -> dict:
         hits.append(len(ids))
     out["bm25_common_words"] = _percentiles(times) | {"matches_median": int(statistics.median(hits))}
     out["peak_rss_mb"] = _rss_mb()
+    out["rss_end_mb"] = _current_rss_mb()
+    out["end"] = _rss_split()
     return out
 
 
@@ -220,7 +251,7 @@ def step_recall(root: Path, sample: int) -> dict:
     store = Store(layout.db, readonly=True)
     manifest = store.manifest()
     snap = Snapshot.load(layout.gen(int(manifest["generation"])))
-    ids, vecs = snap.ids, np.asarray(snap.vectors)
+    ids, vecs = snap.ids, np.asarray(snap.vectors, dtype=np.float32)  # stored float16
     settings = load_settings(root).graph
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(ids, min(sample, len(ids)), replace=False))
@@ -273,15 +304,25 @@ def step_cli(args: list[str]) -> None:
     run(args)
 
 
+MIN_FREE_GB = 4.0  # --min-free-gb
+
+
 def _child(*args: str) -> dict:
-    done = subprocess.run([sys.executable, str(HERE), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"step {args[0]} failed: {done.stderr.strip()[-800:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """Run one step in a fresh process; kill it (and stop) if the machine runs short of memory."""
+    with subprocess.Popen([sys.executable, str(HERE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while proc.poll() is None:
+            if _available_gb() < MIN_FREE_GB:
+                proc.kill()
+                raise SystemExit(f"step {args[0]} aborted: the machine has under {MIN_FREE_GB} GB available")
+            time.sleep(0.5)
+        out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"step {args[0]} failed: {err.strip()[-800:]}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
-def _du_mb(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+def _du_mb(path: Path, pattern: str = "*") -> float:
+    return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file()) / 2**20
 
 
 def _cold_query(root: Path, runs: int = 5) -> float:
@@ -296,19 +337,47 @@ def _cold_query(root: Path, runs: int = 5) -> float:
     return statistics.median(walls)
 
 
+def _newest_gen(root: Path) -> Path:
+    return sorted((root / ".ragx").glob("gen-*"))[-1]
+
+
+def _generation_bytes(root: Path) -> dict:
+    """MB of the newest generation folder written by its run, and MB hard-linked from the one before."""
+    newest = _newest_gen(root)
+    files = [p.stat() for p in newest.iterdir() if p.is_file()]
+    return {"gen_written_mb": sum(s.st_size for s in files if s.st_nlink == 1) / 2**20,
+            "gen_linked_mb": sum(s.st_size for s in files if s.st_nlink > 1) / 2**20}
+
+
 def _edit_one_file(root: Path) -> None:
     victim = sorted(root.glob("d0000/*.md"))[0]
+    backup = root.parent / "edited.orig"
+    if not backup.exists():  # --keep-corpus restores it
+        shutil.copy2(victim, backup)
     with open(victim, "a") as fh:
         fh.write("\n## an edited section\n\nfresh words about something else entirely, added by the benchmark.\n")
 
 
-def bench_size(n: int, work: Path, sample: int) -> dict:
-    base = work / f"n{n}"
-    root = base / "corpus"
+def _corpus(n: int, base: Path, keep: bool) -> Path:
+    """The corpus of n chunks: generated afresh, or (keep) the one a previous run generated, restored."""
+    root, marker = base / "corpus", base / "generated.json"
+    if keep and marker.exists():
+        shutil.rmtree(root / ".ragx", ignore_errors=True)
+        backup = base / "edited.orig"
+        if backup.exists():
+            shutil.copy2(backup, sorted(root.glob("d0000/*.md"))[0])
+        print(f"[{n}] reusing the corpus of {marker.read_text()}", flush=True)
+        return root
     shutil.rmtree(base, ignore_errors=True)
     t0 = time.perf_counter()
     info = generate(root, n)
+    marker.write_text(json.dumps(info))
     print(f"[{n}] generated {info['files']} files, {info['topics']} topics in {time.perf_counter() - t0:.0f} s", flush=True)
+    return root
+
+
+def bench_size(n: int, work: Path, sample: int, keep: bool = False) -> dict:
+    root = _corpus(n, work / f"n{n}", keep)
     full = _child("_index", str(root))
     print(f"[{n}] index: {json.dumps(full)}", flush=True)
     row = {"n_target": n, "index": full, "disk_mb": _du_mb(root / ".ragx")}
@@ -317,7 +386,7 @@ def bench_size(n: int, work: Path, sample: int) -> dict:
     row["cold_query_s"] = _cold_query(root)
     _edit_one_file(root)
     t0 = time.perf_counter()
-    row["incremental"] = _child("_index", str(root)) | {"process_wall_s": time.perf_counter() - t0}
+    row["incremental"] = _child("_index", str(root)) | {"process_wall_s": time.perf_counter() - t0} | _generation_bytes(root)
     row["recall"] = _child("_recall", str(root), str(sample))
     print(f"[{n}] cold {row['cold_query_s']:.2f} s, incremental {json.dumps(row['incremental'])}, recall {json.dumps(row['recall'])}", flush=True)
     return row
@@ -325,15 +394,15 @@ def bench_size(n: int, work: Path, sample: int) -> dict:
 
 def _table(rows: list[dict]) -> str:
     lines = ["| chunks | index excl. embedding | index peak RSS | disk | warm query p50/p95 (graph) | warm p50/p95 (no graph) "
-             "| BM25 common words p50 | cold query | one-file incremental | kNN recall (sample) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| BM25 common words p50 | query peak RSS | cold query | one-file incremental | kNN recall (sample) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         q = r["queries"]
         lines.append(
             f"| {r['index']['chunks']:,} | {r['index']['index_s_excl_embedding']:.1f} s | {r['index']['peak_rss_mb']:.0f} MB "
             f"| {r['disk_mb']:.0f} MB | {q['with_graph']['p50_ms']:.1f} / {q['with_graph']['p95_ms']:.1f} ms "
             f"| {q['no_graph']['p50_ms']:.1f} / {q['no_graph']['p95_ms']:.1f} ms | {q['bm25_common_words']['p50_ms']:.0f} ms "
-            f"| {r['cold_query_s']:.2f} s | {r['incremental']['process_wall_s']:.2f} s "
+            f"| {q['peak_rss_mb']:.0f} MB | {r['cold_query_s']:.2f} s | {r['incremental']['process_wall_s']:.2f} s "
             f"| {r['recall']['recall']:.3f} ({r['recall']['sample_rows']}{', approx.' if r['recall']['built_approximately'] else ', exact'}) |")
     return "\n".join(lines)
 
@@ -344,6 +413,7 @@ COSTS = {  # label -> how to read it from a row (each plotted against the number
     "disk (MB)": lambda r: r["disk_mb"],
     "warm query p50, graph (ms)": lambda r: r["queries"]["with_graph"]["p50_ms"],
     "BM25 common words p50 (ms)": lambda r: r["queries"]["bm25_common_words"]["p50_ms"],
+    "query peak RSS (MB)": lambda r: r["queries"]["peak_rss_mb"],
     "cold query (s)": lambda r: r["cold_query_s"],
     "one-file incremental (s)": lambda r: r["incremental"]["process_wall_s"],
 }
@@ -362,7 +432,6 @@ def _plot(rows: list[dict], path: Path) -> None:
         ax.loglog(n, [read(r) for r in rows], "o-")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("chunks")
-    axes.flat[-1].axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -383,12 +452,19 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     ap.add_argument("--plot", type=Path, default=None, help="also draw each cost against N, log-log, into this PNG")
     ap.add_argument("--graph-only", action="store_true", help="only the graph step (HNSW, lists, recall) per size")
+    ap.add_argument("--merge", action="store_true", help="keep the rows of other sizes already in --out (table and plot show all)")
+    ap.add_argument("--keep-corpus", action="store_true", help="reuse a corpus generated by an earlier run in --work (its index is deleted)")
+    ap.add_argument("--min-free-gb", type=float, default=MIN_FREE_GB, help="kill a step when the machine has less memory available")
     args = ap.parse_args()
+    globals()["MIN_FREE_GB"] = args.min_free_gb
     if args.graph_only:
         for n in args.sizes:
             print(json.dumps(graph_only(n, args.recall_sample)), flush=True)
         return
-    rows = [bench_size(n, args.work, args.recall_sample) for n in args.sizes]
+    rows = [bench_size(n, args.work, args.recall_sample, args.keep_corpus) for n in args.sizes]
+    if args.merge and args.out and args.out.exists():
+        fresh = {r["n_target"] for r in rows}
+        rows = sorted([r for r in json.loads(args.out.read_text()) if r["n_target"] not in fresh] + rows, key=lambda r: r["n_target"])
     print(_table(rows))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))

@@ -227,3 +227,29 @@ def test_full_rebuild_repairs_damaged_arrays(corpus):
     # vectors.npy still matches its checksum, so its vectors are reused; only the edited text is embedded
     assert report.embedded_chunks == 1 and report.chunks > 0
     assert Corpus(corpus).status(deep=True)["consistent"]
+
+
+def test_vectors_are_stored_in_float16_and_mapped_and_an_older_index_converts_without_embedding(corpus):
+    import numpy as np
+
+    from ragx.index.store import Store
+
+    first, _ = index(corpus)
+    layout = Layout(corpus)
+    store = Store(layout.db, readonly=True)
+    manifest = store.manifest()
+    store.close()
+    assert manifest["vectors"] == "float16+delta"
+    snap = Snapshot.load(layout.gen(manifest["generation"]), checksums=manifest["checksums"])
+    assert snap.vectors.dtype == np.float16 and isinstance(snap.vectors, np.memmap)
+    # The HNSW copy (float32, normalised again by hnswlib) differs from the file only by that rounding.
+    assert np.allclose(snap.vindex.get(snap.ids), np.asarray(snap.vectors, dtype=np.float32), atol=2e-3)
+    edges = graph_by_location(corpus)
+    # An index written before (float32 vectors: no "vectors" key) is rebuilt once, reusing every vector.
+    db = sqlite3.connect(layout.db)
+    with db:
+        db.execute("DELETE FROM manifest WHERE key = 'vectors'")
+    db.close()
+    report, emb = index(corpus)
+    assert report.full is False and report.embedded_chunks == 0 and report.reused_chunks == report.chunks == first.chunks
+    assert graph_by_location(corpus) == edges

@@ -93,7 +93,7 @@ def test_a_word_pair_wins_the_label_when_it_carries_half_its_words_weight():
 
 
 def test_term_counts_are_cached_by_chunk_id_and_text(tmp_path, monkeypatch):
-    from sklearn.feature_extraction.text import CountVectorizer
+    from ragx.index.terms import Vocabulary
 
     texts = texts_about(STARS, 6, 1) + texts_about(BREAD, 5, 2)
     community = np.array([0] * 6 + [1] * 5)
@@ -104,8 +104,8 @@ def test_term_counts_are_cached_by_chunk_id_and_text(tmp_path, monkeypatch):
 
     # Next run: the last chunk replaced by a new one (new id); the others come from the cache.
     transformed: list[int] = []
-    original = CountVectorizer.transform
-    monkeypatch.setattr(CountVectorizer, "transform", lambda self, docs: (transformed.append(len(docs)), original(self, docs))[1])
+    original = Vocabulary.transform
+    monkeypatch.setattr(Vocabulary, "transform", lambda self, docs: (transformed.append(len(docs)), original(self, docs))[1])
     texts2, ids2 = texts[:-1] + ["flour butter oven bread dough"], np.r_[ids[:-1], 111]
     again = label_communities(texts2, community, ids2, cache)
     assert transformed == [1]  # only the new chunk was counted

@@ -18,7 +18,7 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW
+from .snapshot import HNSW, VECTORS_FORMAT
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -79,6 +79,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
             "next_chunk_id": change.next_chunk,
             "checksums": checksums,
             "chunker": CHUNKER_VERSION,
+            "vectors": VECTORS_FORMAT,
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "ragx_version": _version(),
         },

@@ -35,7 +35,7 @@ PAIR_BLOCK = 16_384  # edges per block: two 16,384 x 384 float64 slabs = 100 MB,
 
 
 def pair_weights(vec_of, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Canonical edge weight: float64 dot of the stored float32 unit vectors.
+    """Canonical edge weight: float64 dot of the stored (float16-valued) unit vectors.
 
     In blocks: both endpoints' vectors for every edge at once were 2 x edges x dim float64 (2.5 GB at
     40k chunks, ~50 GB at 1M). Each row's dot is independent of the block, so the floats are the same."""

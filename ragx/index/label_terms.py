@@ -5,7 +5,7 @@ more than an incremental run otherwise takes. So the matrix is kept in `.ragx/la
 row per chunk, keyed by chunk id AND a hash of the chunk's text (a row is reused only for the very
 same text, so a rolled-back run that hands an id out again cannot poison it; a missing or unreadable
 file only costs a recount). New chunks are counted against the cached vocabulary; the vocabulary is
-fitted again over all chunks when fewer than REFIT_SHARE of the live chunks took part in its fit.
+fitted again (terms.py) when fewer than REFIT_SHARE of the live chunks were counted under it.
 (Labels computed from a partly transformed matrix can differ from a fresh fit's in terms that only
 new chunks use; those enter at the next refit.)
 """
@@ -25,9 +25,11 @@ def text_keys(texts: list[str]) -> np.ndarray:
     return np.fromiter((xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts), dtype=np.uint64, count=len(texts))
 
 
-def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, vectorizer_factory, min_df: int):
+def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, min_df: int):
     """(chunks x terms CSR matrix in the order of `ids`, terms) or None when no term survives."""
     from scipy import sparse
+
+    from .terms import Vocabulary, fit_sample
 
     keys = text_keys(texts)
     cached = _load(cache) if cache is not None else None
@@ -38,19 +40,18 @@ def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, vectorize
         fitted = np.where(hit, c_fitted[pos], False)
         if fitted.sum() >= REFIT_SHARE * len(ids):
             miss = np.flatnonzero(~hit)
-            fresh = vectorizer_factory(vocabulary=terms).transform([texts[i] for i in miss]) if len(miss) else None
+            fresh = Vocabulary.from_terms(terms).transform([texts[i] for i in miss]) if len(miss) else None
             rows = c_counts[pos[hit]]
             stacked = sparse.vstack([rows, fresh]).tocsr() if fresh is not None else rows.tocsr()
             order = np.concatenate([np.flatnonzero(hit), miss])
             counts = stacked[np.argsort(order, kind="stable")]
             _save(cache, ids, keys, fitted, counts, terms)
             return counts, terms
-    vectorizer = vectorizer_factory(min_df=min(min_df, len(texts)))
-    try:
-        counts = vectorizer.fit_transform(texts).tocsr()
-    except ValueError:  # no term survives (stop words only, or a tiny corpus)
+    sample = fit_sample(len(texts))
+    vocabulary = Vocabulary.fit([texts[i] for i in sample], min(min_df, len(sample)))
+    if vocabulary is None:  # no term survives (stop words only, or a tiny corpus)
         return None
-    terms = vectorizer.get_feature_names_out().astype(str)
+    counts, terms = vocabulary.transform(texts), vocabulary.terms
     if cache is not None:
         _save(cache, ids, keys, np.ones(len(ids), bool), counts, terms)
     return counts, terms

@@ -3,8 +3,8 @@
 Class-based TF-IDF: the chunks of one community form one "class document". A term's weight in a
 community is its share of that community's term counts times log(1 + A / f), where A is the average
 number of term occurrences per community and f the term's count over all communities; words frequent
-in one community and rare elsewhere win. Terms are words and word pairs (scikit-learn's
-CountVectorizer, English stop words removed); the matrices are sparse (one chunk x term matrix, one
+in one community and rare elsewhere win. Terms are words and word pairs (terms.py: stop words
+removed, a vocabulary of bounded size); the matrices are sparse (one chunk x term matrix, one
 community indicator matrix, one product).
 
 Stability: Leiden renumbers communities on every run, and small edits shift c-TF-IDF weights a little.
@@ -30,10 +30,6 @@ LABEL_TERMS = 3          # terms joined into the label
 KEEP_JACCARD = 0.8       # membership overlap above which a previous label is kept
 MIN_CHUNKS_PER_TERM = 2  # a term must occur in at least this many chunks (drops typos and ids)
 LABEL_SEPARATOR = ", "
-# Words of two or more characters that start with a letter (no bare numbers, no underscores at the ends).
-TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w\-']*[^\W_]\b"
-# Noise of notes and code corpora on top of scikit-learn's English list.
-EXTRA_STOP_WORDS = {"http", "https", "www", "com", "org", "html", "md", "png", "jpg", "pdf", "et", "al", "eg", "ie"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ def label_communities(texts: list[str], community: np.ndarray, ids: np.ndarray |
     sizes = np.bincount(row_of, minlength=len(numbers))
     keyed = ids is not None  # the cache is keyed by chunk id: without ids, count afresh
     ids = np.asarray(ids, dtype=np.int64) if keyed else np.arange(len(texts), dtype=np.int64)
-    counted = term_counts(list(texts), ids, cache if keyed else None, _vectorizer, MIN_CHUNKS_PER_TERM)
+    counted = term_counts(list(texts), ids, cache if keyed else None, MIN_CHUNKS_PER_TERM)
     if counted is None:  # no term survives (stop words only, or tiny corpora): labels stay empty
         return {int(c): CommunityLabel(int(c), "", [], [], int(s)) for c, s in zip(numbers, sizes)}
     counts, terms = counted
@@ -87,19 +83,11 @@ def label_communities(texts: list[str], community: np.ndarray, ids: np.ndarray |
     }
 
 
-def _vectorizer(min_df: int = 1, vocabulary=None):
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
-
-    return CountVectorizer(
-        lowercase=True, token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), vocabulary=vocabulary,
-        stop_words=sorted(ENGLISH_STOP_WORDS | EXTRA_STOP_WORDS), min_df=min_df, dtype=np.float64,
-    )
-
-
 def query_words(text: str) -> set[str]:
-    """The words of a query, cut as keywords are (stop words need no removal: no keyword holds one).
-    A plain regex, so a query never imports scikit-learn."""
+    """The words of a query, cut as keywords are (stop words need no removal: no keyword holds one)."""
     import re
+
+    from .terms import TOKEN_PATTERN
 
     return set(re.findall(TOKEN_PATTERN, text.lower()))
 

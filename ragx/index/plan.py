@@ -25,7 +25,7 @@ from ..ingest.filetypes import MARKDOWN
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .layout import Layout
-from .snapshot import Snapshot
+from .snapshot import VECTORS_FORMAT, Snapshot, as_stored
 from .store import FileRow, Store
 
 
@@ -35,8 +35,11 @@ CHUNKER_VERSION = 2
 
 
 def needs_rechunk(manifest: dict) -> bool:
-    """An index made under older chunking rules is re-chunked in full (its vectors are reused)."""
-    return int(manifest.get("generation", 0)) > 0 and manifest.get("chunker", 1) != CHUNKER_VERSION
+    """An index made under older chunking rules, or with vectors stored in another precision, is
+    re-chunked in full (its vectors are reused, rounded as they are stored now)."""
+    if int(manifest.get("generation", 0)) == 0:
+        return False
+    return manifest.get("chunker", 1) != CHUNKER_VERSION or manifest.get("vectors", "float32") != VECTORS_FORMAT
 
 
 class Reporter(Protocol):
@@ -212,7 +215,7 @@ def plan(
     removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
     return ChangeSet(
         full=full, files=files, chunks=chunks, new_ids=new_ids,
-        new_vecs=np.ascontiguousarray(new_vecs, dtype=np.float32),
+        new_vecs=np.ascontiguousarray(as_stored(new_vecs)),  # the values the vector file will hold
         gone_file_ids=gone_file_ids, removed=removed,
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
@@ -226,7 +229,8 @@ def text_keys(texts: list[str]) -> np.ndarray:
 
 
 def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder):
-    """(text keys, vectors) of the chunks already indexed, when they came from this same embedder.
+    """(sorted text keys, row of each, the vectors) of the chunks already indexed, when they came from
+    this same embedder.
 
     Moved or renamed files, unchanged parts of edited files and rebuilds that only change the graph
     then cost no embedding at all. None when nothing can be reused, or when the generation's vector
@@ -244,7 +248,8 @@ def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder):
         return None
     keys = text_keys(texts)
     order = np.argsort(keys, kind="stable")
-    return keys[order], vectors[np.searchsorted(ids, chunk_ids[order])]
+    # Rows, not vectors: only the rows that are hit are read (all of them were 768 MB at a million chunks).
+    return keys[order], np.searchsorted(ids, chunk_ids[order]), vectors
 
 
 def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport):
@@ -255,10 +260,10 @@ def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter:
         return vecs, fresh
     keys = text_keys(texts)
     if reusable is not None:
-        old_keys, old_vecs = reusable
+        old_keys, old_rows, old_vecs = reusable
         pos = np.minimum(np.searchsorted(old_keys, keys), len(old_keys) - 1)
         hit = old_keys[pos] == keys
-        vecs[hit] = old_vecs[pos[hit]]
+        vecs[hit] = old_vecs[old_rows[pos[hit]]]
         fresh = ~hit
     # Identical new texts (copied files, boilerplate) are embedded once.
     uniq, first, inverse = np.unique(keys[fresh], return_index=True, return_inverse=True)

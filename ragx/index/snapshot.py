@@ -1,14 +1,27 @@
 """One generation of an index's derived arrays, written whole before the commit that names it.
 
-    gen-NNNNNN/chunks.npz    ids (sorted live chunk ids) and the file id of each
-    gen-NNNNNN/vectors.npy   float32 unit vectors, row i = ids[i] (memory-mapped on load)
+    gen-NNNNNN/chunks.npz    ids (sorted live chunk ids), the file id of each, base_ids, delta_ids
+    gen-NNNNNN/vectors.npy   float16 unit vectors, row i = base_ids[i] (memory-mapped on load)
+    gen-NNNNNN/delta.npy     float16 unit vectors added since vectors.npy was written (stored_vectors.py)
+
+Vectors are stored in float16: half the disk and half the page cache of float32, and a query
+process maps the file instead of holding a copy (the rows it scores are read and widened to
+float32: retrieve.cosines, the exact rescoring of HNSW's candidates). Every vector is rounded to
+float16 as soon as it is made (plan.py), so the graph weights and the file hold the very same
+numbers whether a run is full or incremental. The HNSW index keeps its own float32 copy in memory
+(normalised again by hnswlib; it has no memory-mapped mode): about 1.7 kB per chunk at 384 dimensions.
     gen-NNNNNN/graph.npz     CSR adjacency of the similarity graph over the same rows
-    gen-NNNNNN/vectors.hnsw  the ANN index (labels = chunk ids), loaded on first search
+    gen-NNNNNN/vectors.hnsw  the ANN index over vectors.npy's rows (labels = chunk ids), loaded on first search
+
+vectors.npy and vectors.hnsw may be hard links to the previous generation's files (never modified
+in place: a file is only ever written whole under a temporary folder), so a small incremental run
+writes only delta.npy, chunks.npz and graph.npz.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import zipfile
 import shutil
 from dataclasses import dataclass, field
@@ -20,10 +33,19 @@ import xxhash
 
 from ..errors import CorruptIndexError
 from .graph import Graph
+from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
 
-CHUNKS, VECTORS_NPY, GRAPH, HNSW = "chunks.npz", "vectors.npy", "graph.npz", "vectors.hnsw"
-FILES = (CHUNKS, VECTORS_NPY, GRAPH, HNSW)
+CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW = "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "vectors.hnsw"
+FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW)
+OPTIONAL = (DELTA,)  # absent from generations written before it existed (they are converted on the next run)
+VECTOR_DTYPE = np.float16
+VECTORS_FORMAT = "float16+delta"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """float32 vectors holding exactly the values the vector file will hold."""
+    return np.asarray(vectors, dtype=np.float32).astype(VECTOR_DTYPE).astype(np.float32)
 HINT = "run `ragx index --full`"
 
 
@@ -44,6 +66,8 @@ def damaged(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ..
         return []
     out = []
     for name in names:
+        if name in OPTIONAL and name not in checksums and not (folder / name).exists():
+            continue
         try:
             ok = name in checksums and file_checksum(folder / name) == checksums[name]
         except OSError:
@@ -63,8 +87,9 @@ def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...
 class Snapshot:
     folder: Path
     file_ids: np.ndarray
-    vectors: np.ndarray
+    vectors: np.ndarray   # row i = ids[i], float16 (a LiveRows over base + delta; rows read are widened by their users)
     graph: Graph
+    stored: StoredVectors
     _vindex: VectorIndex | None = field(default=None, repr=False)
 
     @property
@@ -79,28 +104,32 @@ class Snapshot:
     def vindex(self) -> VectorIndex:
         if self._vindex is not None:
             return self._vindex
-        return VectorIndex.load(self.folder / HNSW, self.vectors.shape[1])
+        return self._load_ann()
+
+    def _load_ann(self) -> VectorIndex:
+        """The HNSW file, told which of its chunks are gone and which were added since (the delta)."""
+        dead = self.stored.dead(self.ids)
+        index = VectorIndex.load(self.folder / HNSW, self.vectors.shape[1])
+        return index.attach(dead, self.stored.delta_ids, self.stored.delta, len(self.stored.base_ids) - len(dead))
 
     @classmethod
     def load(cls, folder: Path, *, with_ann: bool = False, checksums: dict[str, str] | None = None) -> "Snapshot":
         """`with_ann`: also load the HNSW file now, so the snapshot never reads its folder again
         (a writer may delete an old generation's folder while a reader still uses it).
         `checksums`: the manifest's; every file is verified against them before it is trusted."""
-        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, GRAPH))
+        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH))
         try:
-            with np.load(folder / CHUNKS) as z:
-                ids, file_ids = z["ids"], z["file_ids"]
-            with np.load(folder / GRAPH) as z:
-                graph = Graph(ids, z["indptr"], z["nbr"], z["weight"])
-            vectors = np.load(folder / VECTORS_NPY, mmap_mode="r")
+            ids, file_ids, stored = _read_vectors(folder)
+            graph = Graph(ids, *mapped_npz(folder / GRAPH, ("indptr", "nbr", "weight")))
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
-        if not (len(file_ids) == len(ids) == vectors.shape[0] == len(graph.indptr) - 1):
+        slots = stored.slots(ids)
+        if slots is None or not (len(file_ids) == len(ids) == len(graph.indptr) - 1):
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: run `ragx index --full`")
-        snap = cls(folder, file_ids, vectors, graph)
+        snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored)
         if with_ann:
             try:
-                snap._vindex = VectorIndex.load(folder / HNSW, vectors.shape[1])
+                snap._vindex = snap._load_ann()
             except (OSError, RuntimeError) as exc:
                 raise CorruptIndexError(f"ANN index in {folder} is unreadable ({exc}): run `ragx index --full`") from None
         return snap
@@ -109,36 +138,46 @@ class Snapshot:
     def load_vectors(folder: Path, checksums: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray]:
         """(sorted chunk ids, their vectors) of a generation, verified against its checksums: the
         only source vector reuse takes vectors from (the graph and HNSW files are not needed)."""
-        verify(folder, checksums, (CHUNKS, VECTORS_NPY))
+        verify(folder, checksums, (CHUNKS, VECTORS_NPY, DELTA))
         try:
-            with np.load(folder / CHUNKS) as z:
-                ids = z["ids"]
-            vectors = np.load(folder / VECTORS_NPY, mmap_mode="r")
+            ids, _, stored = _read_vectors(folder)
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
-        if vectors.ndim != 2 or vectors.shape[0] != len(ids):
+        slots = stored.slots(ids)
+        if stored.base.ndim != 2 or slots is None:
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: {HINT}")
-        return ids, vectors
+        return ids, stored.rows(ids, slots)
 
-    def write(self, target: Path, vindex: VectorIndex) -> dict[str, str]:
+    def write(self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None = None) -> dict[str, str]:
         """Write every file into a temporary folder, fsync, then rename it to `target` in one step.
 
+        `base_from` (a generation folder and its checksums): hard-link its vectors.npy and vectors.hnsw
+        (their checksums carry over) instead of writing the base and `vindex`.
         Returns each file's checksum, for the manifest of the commit that names this generation."""
         tmp = target.with_name(f"tmp-{target.name}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         with open(tmp / CHUNKS, "wb") as fh:
-            np.savez(fh, ids=self.graph.ids, file_ids=self.file_ids)
+            np.savez(fh, ids=self.graph.ids, file_ids=self.file_ids, base_ids=self.stored.base_ids, delta_ids=self.stored.delta_ids)
         with open(tmp / GRAPH, "wb") as fh:
             np.savez(fh, indptr=self.graph.indptr, nbr=self.graph.nbr, weight=self.graph.weight)
-        with open(tmp / VECTORS_NPY, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(self.vectors, dtype=np.float32))
-        vindex.save(tmp / HNSW)
+        with open(tmp / DELTA, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
         checksums = {}
+        if base_from is not None:
+            for name in (VECTORS_NPY, HNSW):
+                _link_or_copy(base_from[0] / name, tmp / name)
+                checksums[name] = base_from[1][name]
+        else:
+            with open(tmp / VECTORS_NPY, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(self.stored.base, dtype=VECTOR_DTYPE))
+            assert vindex is not None, "a new base needs its HNSW index"
+            vindex.save(tmp / HNSW)
         for name in FILES:
-            with open(tmp / name, "rb") as fh:
-                os.fsync(fh.fileno())
-            checksums[name] = file_checksum(tmp / name)
+            if name not in checksums:
+                with open(tmp / name, "rb") as fh:
+                    os.fsync(fh.fileno())
+                checksums[name] = file_checksum(tmp / name)
         if target.exists():  # an orphan of a run that crashed before its commit
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -148,3 +187,51 @@ class Snapshot:
         finally:
             os.close(fd)
         return checksums
+
+
+def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
+    """(live ids, file ids, stored vectors); a generation from before the delta has its base only."""
+    with np.load(folder / CHUNKS) as z:
+        ids, file_ids = z["ids"], z["file_ids"]
+        base_ids = z["base_ids"] if "base_ids" in z.files else ids
+        delta_ids = z["delta_ids"] if "delta_ids" in z.files else np.empty(0, np.int64)
+    base = np.load(folder / VECTORS_NPY, mmap_mode="r")
+    delta = np.load(folder / DELTA) if (folder / DELTA).exists() else np.empty((0, base.shape[1]), VECTOR_DTYPE)
+    if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
+        raise ValueError("vector files and their id lists disagree in length")
+    return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+
+
+def mapped_npz(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
+    """Arrays of an .npz file, memory-mapped where they lie (np.savez stores members uncompressed), so
+    a reader holds only the pages it touches (the graph of a million chunks is ~200 MB); a compressed
+    member is read whole."""
+    out = []
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
+        for name in names:
+            info = zf.getinfo(f"{name}.npy")
+            if info.compress_type != zipfile.ZIP_STORED:
+                with zf.open(info) as member:
+                    out.append(np.lib.format.read_array(member))
+                continue
+            fh.seek(info.header_offset + 26)  # the local header's name and extra-field lengths
+            name_len, extra_len = struct.unpack("<HH", fh.read(4))
+            fh.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            if dtype.hasobject:
+                raise ValueError(f"{name} holds Python objects")
+            if int(np.prod(shape)) == 0:
+                out.append(np.empty(shape, dtype))
+                continue
+            out.append(np.memmap(path, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C"))
+    return out
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (the file is never modified in place); a copy where links are not possible."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

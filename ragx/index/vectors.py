@@ -1,4 +1,11 @@
-"""Chunk vectors in hnswlib (cosine). Labels are chunk ids."""
+"""Chunk vectors in hnswlib (cosine). Labels are chunk ids.
+
+A generation's HNSW file is written only when its base vectors are (snapshot.py): between two such
+writes the same file is hard-linked into each new generation, and the index loaded from it is told
+what changed since (`attach`): chunks deleted since are marked deleted in memory, and chunks added
+since (the delta, a few percent of the index at most) are searched exactly and merged by cosine.
+So an incremental run never rewrites the HNSW file for a small change.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +21,25 @@ M = 16
 EF_CONSTRUCTION = 200
 EF_SEARCH = 200
 EF_GRAPH = 64  # candidate list when the graph asks for every chunk's neighbours (recall: bench_scale.py)
+DELTA_BLOCK = 512  # query rows per exact product with the delta: 512 x 20k float32 = 40 MB
 
 
 class VectorIndex:
     def __init__(self, index: hnswlib.Index, dim: int):
         self.index = index
         self.dim = dim
+        self.delta_ids = np.empty(0, np.int64)             # chunks added since the file was written
+        self.delta = np.empty((0, dim), np.float32)         # their unit vectors (searched exactly)
+        self.indexed_live: int | None = None                # live elements of the HNSW part, when known
+
+    def attach(self, dead: np.ndarray, delta_ids: np.ndarray, delta_vecs: np.ndarray, indexed_live: int) -> "VectorIndex":
+        """What changed since the file was written: `dead` ids are hidden, `delta_ids` searched exactly."""
+        self.remove(dead)
+        vecs = np.asarray(delta_vecs, dtype=np.float32).reshape(-1, self.dim)
+        self.delta = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)  # as hnswlib normalises
+        self.delta_ids = np.asarray(delta_ids, dtype=np.int64)
+        self.indexed_live = indexed_live
+        return self
 
     @classmethod
     def empty(cls, dim: int, capacity: int) -> "VectorIndex":
@@ -67,9 +87,14 @@ class VectorIndex:
 
     def get(self, ids: np.ndarray) -> np.ndarray:
         """Unit vectors for `ids` (hnswlib normalises on insert in cosine space), float32 (n, dim)."""
-        if len(ids) == 0:
-            return np.empty((0, self.dim), np.float32)
-        return np.asarray(self.index.get_items(np.asarray(ids, dtype=np.int64), return_type="numpy"), dtype=np.float32)
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((len(ids), self.dim), np.float32)
+        pos = np.minimum(np.searchsorted(self.delta_ids, ids), max(len(self.delta_ids) - 1, 0))
+        in_delta = self.delta_ids[pos] == ids if len(self.delta_ids) else np.zeros(len(ids), bool)
+        out[in_delta] = self.delta[pos[in_delta]]
+        if (~in_delta).any():
+            out[~in_delta] = self.index.get_items(ids[~in_delta], return_type="numpy")
+        return out
 
     def search(self, query: np.ndarray, k: int, live: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k chunk ids and cosine similarities for one query vector, best first."""
@@ -77,14 +102,41 @@ class VectorIndex:
         if k <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         self.index.set_ef(max(EF_SEARCH, k))
-        labels, dist = self.index.knn_query(np.asarray(query, dtype=np.float32).reshape(1, -1), k=k)
-        return labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)
+        labels, sims = self._nearest(np.asarray(query, dtype=np.float32).reshape(1, -1), k, live - len(self.delta_ids))
+        return labels[0], sims[0].astype(np.float32)
 
     def knn_batch(self, vectors: np.ndarray, k: int, ef: int = 0) -> np.ndarray:
         """The k nearest stored chunk ids of each row of `vectors` (graph building), int64 (rows, k)."""
         self.index.set_ef(max(ef or EF_GRAPH, k))
-        labels, _ = self.index.knn_query(np.ascontiguousarray(vectors, dtype=np.float32), k=k)
-        return labels.astype(np.int64)
+        indexed = self.indexed_live if self.indexed_live is not None else self.index.get_current_count()
+        return self._nearest(np.ascontiguousarray(vectors, dtype=np.float32), k, indexed)[0]
+
+    def _nearest(self, rows: np.ndarray, k: int, indexed_live: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, cosines) of the k best per row: HNSW's candidates merged with the exact delta's."""
+        kh = min(k, max(indexed_live, 0))
+        if kh > 0:
+            labels, dist = self.index.knn_query(rows, k=kh)
+            ids, sims = labels.astype(np.int64), 1.0 - dist.astype(np.float64)
+        else:
+            ids, sims = np.empty((len(rows), 0), np.int64), np.empty((len(rows), 0))
+        if not len(self.delta_ids):
+            return ids, sims
+        did, dsims = self._delta_nearest(rows, k)
+        ids, sims = np.concatenate([ids, did], axis=1), np.concatenate([sims, dsims], axis=1)
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
+
+    def _delta_nearest(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact k best of the delta per row, in blocks (a block x delta product stays small)."""
+        kd = min(k, len(self.delta_ids))
+        unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        ids, sims = np.empty((len(rows), kd), np.int64), np.empty((len(rows), kd), np.float64)
+        for start in range(0, len(rows), DELTA_BLOCK):
+            block = unit[start : start + DELTA_BLOCK] @ self.delta.T
+            part = np.argpartition(-block, kd - 1, axis=1)[:, :kd]
+            ids[start : start + DELTA_BLOCK] = self.delta_ids[part]
+            sims[start : start + DELTA_BLOCK] = np.take_along_axis(block, part, axis=1)
+        return ids, sims
 
     def save(self, path: Path) -> None:
         self.index.save_index(str(path))

@@ -1,0 +1,114 @@
+"""Vectors as a base and a delta: a small incremental run links the base files and writes the delta only."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import HashEmbedder, make_corpus
+
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.index import stored_vectors
+from ragx.index.build import run_index
+from ragx.index.snapshot import DELTA, HNSW, VECTORS_NPY, Snapshot
+from ragx.index.vectors import VectorIndex
+
+QUERY = "telescope orbit comet"
+pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
+
+
+def _index(root: Path, full: bool = False):
+    return run_index(root, load_settings(root), HashEmbedder(), full=full)
+
+
+def _gen(root: Path) -> Path:
+    db = sqlite3.connect(root / ".ragx" / "index.sqlite")
+    gen = int(db.execute("SELECT value FROM manifest WHERE key = 'generation'").fetchone()[0])
+    db.close()
+    return root / ".ragx" / f"gen-{gen:06d}"
+
+
+def _ranking(root: Path) -> list[tuple[str, int]]:
+    doc = Corpus(root).query(QUERY, graph=False, rerank=False, expand=False)
+    return [(r["file"], r["line_start"]) for r in doc["results"]]
+
+
+def _edit(root: Path) -> None:
+    (root / "cooking-2.md").write_text("# cooking 2\n\nstars telescope orbit comet bread oven\n", encoding="utf-8")
+    (root / "sailing-0.md").unlink()
+    (root / "new-topic.md").write_text("# new\n\nanchor harbour galaxies nebula flour yeast\n", encoding="utf-8")
+
+
+def test_a_small_change_links_the_base_files_and_searches_as_a_full_rebuild_does(tmp_path):
+    make_corpus(tmp_path)
+    _index(tmp_path)
+    first = _gen(tmp_path)
+    _edit(tmp_path)
+    _index(tmp_path)
+    second = _gen(tmp_path)
+    for name in (VECTORS_NPY, HNSW):  # the very same files, not copies
+        assert (second / name).stat().st_ino == (first / name).stat().st_ino
+    snap = Snapshot.load(second, with_ann=True)
+    assert len(snap.stored.delta_ids) > 0 and set(snap.stored.delta_ids) <= set(snap.ids)
+    assert len(snap.stored.dead(snap.ids)) > 0  # the deleted file's chunks: still in the base, hidden
+    assert not set(snap.stored.dead(snap.ids)) & set(snap.vindex.search(snap.vindex.get(snap.ids[:1])[0], len(snap.ids), len(snap.ids))[0])
+    rows = np.asarray(snap.vectors, dtype=np.float32)
+    assert rows.shape == (len(snap.ids), snap.vectors.shape[1])
+    assert np.allclose(snap.vindex.get(snap.ids), rows, atol=2e-3)  # each live chunk's own vector, base or delta
+    assert Corpus(tmp_path).status(deep=True)["consistent"]
+    incremental = _ranking(tmp_path)
+    assert incremental
+    _index(tmp_path, full=True)
+    assert len(Snapshot.load(_gen(tmp_path)).stored.delta_ids) == 0
+    assert _ranking(tmp_path) == incremental
+
+
+def test_a_change_beyond_the_budget_compacts(tmp_path, monkeypatch):
+    make_corpus(tmp_path)
+    _index(tmp_path)
+    first = _gen(tmp_path)
+    monkeypatch.setattr(stored_vectors, "DELTA_MIN_ROWS", 1)
+    monkeypatch.setattr(stored_vectors, "DELTA_SHARE", 0.0)
+    _edit(tmp_path)
+    _index(tmp_path)
+    second = _gen(tmp_path)
+    assert (second / VECTORS_NPY).stat().st_ino != (first / VECTORS_NPY).stat().st_ino
+    snap = Snapshot.load(second)
+    assert len(snap.stored.delta_ids) == 0 and np.array_equal(snap.stored.base_ids, snap.ids)
+    assert np.load(second / DELTA).shape[0] == 0
+    assert Corpus(tmp_path).status(deep=True)["consistent"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hnsw_with_a_delta_finds_what_exact_search_finds(seed):
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(300, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = np.arange(1, 301, dtype=np.int64)
+    base, delta = ids[:250], ids[250:]
+    dead = base[::7]
+    index = VectorIndex.build(base, vecs[:250]).attach(dead, delta, vecs[250:], len(base) - len(dead))
+    live = np.setdiff1d(ids, dead)
+    queries = rng.normal(size=(20, 16)).astype(np.float32)
+    exact_sims = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ vecs[live - 1].T
+    exact = live[np.argsort(-exact_sims, axis=1)[:, :10]]
+    got = index.knn_batch(queries, 10, ef=200)
+    assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got.tolist(), exact.tolist())]) > 0.98
+    found, sims = index.search(queries[0], 10, len(live))
+    assert set(found.tolist()) == set(exact[0].tolist()) and np.all(np.diff(sims) <= 1e-6)
+    assert not set(found.tolist()) & set(dead.tolist())
+
+
+def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
+    from ragx.index.snapshot import mapped_npz
+
+    arrays = {"a": np.arange(10, dtype=np.int64), "b": np.linspace(0, 1, 7), "c": np.empty(0, np.int64),
+              "d": np.asfortranarray(np.arange(12.0).reshape(3, 4))}
+    for save in (np.savez, np.savez_compressed):
+        save(tmp_path / "x.npz", **arrays)
+        got = mapped_npz(tmp_path / "x.npz", tuple(arrays))
+        assert all(np.array_equal(g, a) for g, a in zip(got, arrays.values()))
+        assert isinstance(got[0], np.memmap) == (save is np.savez)
