@@ -52,6 +52,16 @@ def corpus(tmp_path):
     return root, q
 
 
+def topic_sets(tmp_path, seed: int, sets: dict[str, list[str]]):
+    """BEIR folders named after `sets`' keys, each six documents of 30 random words per listed topic."""
+    rng = random.Random(seed)
+    out = []
+    for name, topics in sets.items():
+        words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in topics for i in range(6)}
+        out.append(beir_folder(tmp_path / name, words))
+    return out
+
+
 def run_json(capsys, *args):
     code, out, err = call(capsys, "eval", *args, "--json")
     assert code == 0, err
@@ -156,11 +166,7 @@ def test_unknown_reference_is_a_usage_error(corpus, capsys):
 
 def test_several_datasets_in_one_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
-    rng = random.Random(5)
-    sets = []
-    for name, topics in (("one", ["astronomy", "cooking"]), ("two", ["sailing", "cooking"])):
-        words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in topics for i in range(6)}
-        sets.append(str(beir_folder(tmp_path / name, words)))
+    sets = [str(f) for f in topic_sets(tmp_path, 5, {"one": ["astronomy", "cooking"], "two": ["sailing", "cooking"]})]
     full, out_err = run_json(capsys, "beir", *sets, "--split", "test", "--report", str(tmp_path / "rep"),
                              "--write-baseline", str(tmp_path / "base"))
     assert [d["dataset"] for d in full["datasets"]] == ["one", "two"]
@@ -196,11 +202,7 @@ def test_two_legs_fill_a_budget_exactly_where_the_legs_allow():
 
 def test_gap_runs_the_train_split_where_there_is_one(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
-    rng = random.Random(9)
-    sets = []
-    for name, topics in (("tuned", ["astronomy", "cooking"]), ("heldout", ["sailing", "cooking"])):
-        words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in topics for i in range(6)}
-        sets.append(beir_folder(tmp_path / name, words))
+    sets = topic_sets(tmp_path, 9, {"tuned": ["astronomy", "cooking"], "heldout": ["sailing", "cooking"]})
     test_lines = (sets[0] / "qrels" / "test.tsv").read_text().splitlines()
     (sets[0] / "qrels" / "train.tsv").write_text("\n".join([test_lines[0], *test_lines[1:7]]) + "\n")
     (sets[0] / "qrels" / "test.tsv").write_text("\n".join([test_lines[0], *test_lines[7:]]) + "\n")
@@ -220,9 +222,7 @@ def test_gap_runs_the_train_split_where_there_is_one(tmp_path, capsys, monkeypat
 
 def test_a_set_that_types_its_queries_is_also_reported_by_type(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "cache"))
-    rng = random.Random(3)
-    words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in ("astronomy", "cooking") for i in range(6)}
-    folder = beir_folder(tmp_path / "typed", words)
+    (folder,) = topic_sets(tmp_path, 3, {"typed": ["astronomy", "cooking"]})
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
     for i, row in enumerate(rows):
         row["metadata"] = {"type": "linked" if i % 3 == 0 else "keyword"}
