@@ -13,7 +13,7 @@ from .compare import add_comparisons
 from .metrics import METRIC_NAMES
 
 
-def evaluate_dataset(corpus, queries: Path, specs: list[str] | None, reference: str | None, meta: dict[str, Any],
+def evaluate_dataset(corpus, queries: Path | list, specs: list[str] | None, reference: str | None, meta: dict[str, Any],
                      progress=None) -> dict[str, Any]:
     """Corpus.evaluate, then the paired tests against the reference (timed separately)."""
     from .kinds import by_kind
@@ -21,7 +21,8 @@ def evaluate_dataset(corpus, queries: Path, specs: list[str] | None, reference: 
 
     doc = corpus.evaluate(queries, specs, progress=progress)
     doc |= meta
-    kinds = by_kind(doc["files"]["per_query"], {q.id: q.kind for q in load_queries(queries)})
+    labelled = queries if isinstance(queries, list) else load_queries(queries)
+    kinds = by_kind(doc["files"]["per_query"], {q.id: q.kind for q in labelled})
     if kinds:
         doc["by_type"] = kinds
     t0 = time.perf_counter()
