@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parent.parent
 SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|CREATE (TABLE|INDEX|VIRTUAL|TEMP)|"
                  r"DROP (TABLE|INDEX)|PRAGMA \w+)\b", re.DOTALL)
 STORE = REPO / "ragx" / "index" / "store.py"
-# Optuna's own database (its heartbeat table), not ragx's index: nothing of the store to route it through.
+# Optuna's own database (its heartbeat table, and PostgreSQL's advisory lock for a study's budget), not
+# ragx's index: nothing of the store to route it through.
 NOT_OURS = {REPO / "lab" / "cluster.py"}
 # Other SQLite files than the index, each with its SQL in one module of its own (path: why).
 OTHER_STORES = {
