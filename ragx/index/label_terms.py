@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
+from ..lookup import find_sorted
+
 REFIT_SHARE = 0.8
 
 
@@ -35,8 +37,9 @@ def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, min_df: i
     cached = _load(cache) if cache is not None else None
     if cached is not None and cache is not None:
         c_ids, c_keys, c_fitted, c_counts, terms = cached
-        pos = np.minimum(np.searchsorted(c_ids, ids), max(len(c_ids) - 1, 0))
-        hit = (c_ids[pos] == ids) & (c_keys[pos] == keys) if len(c_ids) else np.zeros(len(ids), bool)
+        pos, hit = find_sorted(c_ids, ids)
+        if len(c_ids):
+            hit &= c_keys[pos] == keys
         fitted = np.where(hit, c_fitted[pos], False)
         if fitted.sum() >= REFIT_SHARE * len(ids):
             miss = np.flatnonzero(~hit)

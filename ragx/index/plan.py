@@ -21,6 +21,7 @@ from ..errors import CorruptIndexError
 from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
+from ..lookup import find_sorted
 from ..ingest.filetypes import MARKDOWN
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
@@ -261,8 +262,7 @@ def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter:
     keys = text_keys(texts)
     if reusable is not None:
         old_keys, old_rows, old_vecs = reusable
-        pos = np.minimum(np.searchsorted(old_keys, keys), len(old_keys) - 1)
-        hit = old_keys[pos] == keys
+        pos, hit = find_sorted(old_keys, keys)
         vecs[hit] = old_vecs[old_rows[pos[hit]]]
         fresh = ~hit
     # Identical new texts (copied files, boilerplate) are embedded once.

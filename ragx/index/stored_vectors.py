@@ -18,6 +18,8 @@ from typing import cast
 
 import numpy as np
 
+from ..lookup import find_sorted
+
 DELTA_SHARE = 0.05        # delta + deleted rows above this share of the live chunks: compact
 DELTA_MIN_ROWS = 2_048    # ... but never compact below this many (small indexes compact rarely, cheaply)
 DELTA_MAX_ROWS = 20_000   # ... and always above this many (the delta is searched exactly)
@@ -38,10 +40,8 @@ class StoredVectors:
     def slots(self, live: np.ndarray) -> np.ndarray | None:
         """Stored row of each live id (base rows first, then delta rows); None if one is missing."""
         stored = np.concatenate([self.base_ids, self.delta_ids])
-        pos = np.minimum(np.searchsorted(stored, live), max(len(stored) - 1, 0))
-        if len(live) and (not len(stored) or not np.array_equal(stored[pos], live)):
-            return None
-        return pos
+        pos, found = find_sorted(stored, live)
+        return pos if found.all() else None
 
     def dead(self, live: np.ndarray) -> np.ndarray:
         """Base ids no longer live (hidden from search until the next compaction)."""

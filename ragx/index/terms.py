@@ -23,6 +23,7 @@ from itertools import repeat
 
 import numpy as np
 
+from ..lookup import find_sorted
 from .stop_words import STOP_WORDS
 
 MAX_WORD = 32
@@ -162,7 +163,5 @@ class Vocabulary:
 
 def _lookup(values: np.ndarray, sorted_table: np.ndarray) -> np.ndarray:
     """Position of each value in a sorted table, -1 where absent."""
-    if not len(sorted_table):
-        return np.full(len(values), -1, np.int64)
-    pos = np.minimum(np.searchsorted(sorted_table, values), len(sorted_table) - 1)
-    return np.where(sorted_table[pos] == values, pos, -1)
+    pos, found = find_sorted(sorted_table, values)
+    return np.where(found, pos, -1)

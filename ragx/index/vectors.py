@@ -16,6 +16,7 @@ import hnswlib
 import numpy as np
 
 from ..errors import CorruptIndexError
+from ..lookup import find_sorted
 
 M = 16
 EF_CONSTRUCTION = 200
@@ -89,8 +90,7 @@ class VectorIndex:
         """Unit vectors for `ids` (hnswlib normalises on insert in cosine space), float32 (n, dim)."""
         ids = np.asarray(ids, dtype=np.int64)
         out = np.empty((len(ids), self.dim), np.float32)
-        pos = np.minimum(np.searchsorted(self.delta_ids, ids), max(len(self.delta_ids) - 1, 0))
-        in_delta = self.delta_ids[pos] == ids if len(self.delta_ids) else np.zeros(len(ids), bool)
+        pos, in_delta = find_sorted(self.delta_ids, ids)
         out[in_delta] = self.delta[pos[in_delta]]
         if (~in_delta).any():
             out[~in_delta] = self.index.get_items(ids[~in_delta], return_type="numpy")

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..lookup import find_sorted
+
 __all__ = ["CachedReranker", "default_score_path", "text_keys", "reranker_identity"]
 
 # Files of a model folder that decide its scores: weights, config, tokenizer (whichever exist).
@@ -178,7 +180,6 @@ def _matched(keys: np.ndarray, have: np.ndarray, scores: np.ndarray) -> tuple[np
         return out, np.zeros(len(keys), dtype=bool)
     order = np.argsort(have, kind="stable")
     sorted_keys = have[order]
-    pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    found = sorted_keys[pos] == keys
+    pos, found = find_sorted(sorted_keys, keys)
     out[found] = scores[order[pos[found]]]
     return out, found

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..index.store import Store
+from ..lookup import find_sorted
 from ..ingest.links import ALIAS, EMBED, LINK, TAG, WIKILINK
 
 # kinds as small integers, so that masks are integer comparisons: 0-2 name a path, 3 tag, 4 alias
@@ -27,8 +28,8 @@ def _match(keys: np.ndarray, ids: np.ndarray, wanted: np.ndarray) -> tuple[np.nd
         return np.empty(0, np.int64), np.empty(0, np.int64)
     order = np.argsort(keys, kind="stable")
     keys, ids = keys[order], ids[order]
-    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    hit = np.flatnonzero(keys[pos] == wanted)
+    pos, found = find_sorted(keys, wanted)
+    hit = np.flatnonzero(found)
     return hit, ids[pos[hit]]
 
 
