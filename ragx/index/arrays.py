@@ -1,10 +1,13 @@
 """The second stage of an index run: the derived arrays of the new generation, from a ChangeSet.
 
-vectors (vectors.npy, float16, is the source of truth; hnswlib holds its own float32 copy for ANN) -> the kNN rows of
-new chunks and of the rows they touch (exactly what a full rebuild would give) -> the undirected CSR
-graph -> communities. `write` puts them in a new generation folder, complete before any commit; a
-small change adds a delta to the previous generation's vectors and HNSW file instead of rewriting
-them (stored_vectors.py).
+vectors (vectors.npy, float16, is the source of truth; hnswlib holds its own float32 copy for ANN) -> the kNN
+lists -> the similarity graph -> communities. A full run computes them all. An incremental run
+repairs them where the change reaches (repair.py): the kNN lists that change (exactly what a full
+rebuild would give while that is cheap), the graph rows they touch (a delta on the previous
+generation's graph), and communities for new chunks (Leiden over the whole graph while the index
+is small or when the graph is compacted). `write` puts them in a new generation folder, complete
+before any commit; a small change adds a delta to the previous generation's vectors, HNSW file and
+graph instead of rewriting them (stored_vectors.py, graph.py).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import ManifestMismatchError
-from .communities import leiden
-from .graph import Graph, gaining_rows, pair_weights, top_k_lists, undirected
+from .communities import LEIDEN_EVERY_RUN_MAX, NO_COMMUNITY, leiden
+from .graph import Graph, delta_budget, pair_weights, top_k_lists, undirected
 from .layout import Layout
 from .plan import ChangeSet
-from .snapshot import HNSW, Snapshot, verify
+from .repair import assign_communities, exact_is_cheap, repair_knn
+from .snapshot import GRAPH, HNSW, Snapshot, graph_base_linkable, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex
@@ -32,13 +36,15 @@ REBUILD_DELETED_SHARE = 0.25  # rebuild the HNSW file once a quarter of what it 
 class Arrays:
     live: np.ndarray          # sorted live chunk ids
     file_ids: np.ndarray      # file id per live chunk
-    vectors: np.ndarray       # float32 row per live chunk
     vindex: VectorIndex | None  # the ANN index to save with a new base (None: the base is linked)
     stored: StoredVectors     # the vector files' rows (base + delta)
-    base_from: tuple[Path, dict[str, str]] | None  # the generation whose base files are hard-linked
+    base_from: tuple[Path, dict[str, str]] | None   # the generation whose vector base files are hard-linked
     graph: Graph
-    community: np.ndarray     # community per live chunk
-    knn_src: np.ndarray       # the kNN rows recomputed by this run (to insert)
+    graph_from: tuple[Path, dict[str, str]] | None  # the generation whose graph.npz is this graph's base
+    community_ids: np.ndarray  # chunks whose community is (re)written ...
+    community: np.ndarray     # ... and their community
+    communities_whole: bool   # True: community_ids are every live chunk (Leiden ran), labels are redone
+    knn_src: np.ndarray       # the kNN rows computed by this run (to insert)
     knn_dst: np.ndarray
     knn_weight: np.ndarray
     redo: np.ndarray          # chunk ids whose kNN rows are replaced (recomputed or removed)
@@ -46,18 +52,42 @@ class Arrays:
     def write(self, layout: Layout, generation: int) -> dict[str, str]:
         """The generation folder, complete on disk; returns its checksums for the manifest."""
         target = layout.gen(generation)
-        snap = Snapshot(target, self.file_ids, self.vectors, self.graph, self.stored)
-        return snap.write(target, self.vindex, self.base_from)
+        snap = Snapshot(target, self.file_ids, np.empty((0, 0), np.float16), self.graph, self.stored)
+        return snap.write(target, self.vindex, self.base_from, self.graph_from)
 
 
 @dataclass
 class _Vectors:
     kept_old: np.ndarray      # stored chunk ids that stay
-    all_vecs: np.ndarray      # float32, rows follow `live` (kept_old then new ids)
+    live: np.ndarray          # kept_old then the new ids: sorted
+    new_ids: np.ndarray
+    new_vecs: np.ndarray
+    old: Snapshot | None      # the current generation (None: a full run)
+    all_vecs: np.ndarray | None  # float32 rows following `live`, when already in memory
     ann: object               # VectorIndex, or a _LazyAnn that loads one only when asked
     stored: StoredVectors
     vindex: VectorIndex | None
     base_from: tuple[Path, dict[str, str]] | None
+
+    def of(self, ids: np.ndarray) -> np.ndarray:
+        """float32 vectors of live chunk ids (a 1-d array), read from the stored rows, not all of them."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.all_vecs is not None:
+            return self.all_vecs[np.searchsorted(self.live, ids)]
+        out = np.empty((len(ids), self.new_vecs.shape[1]), np.float32)
+        first_new = self.new_ids[0] if len(self.new_ids) else np.iinfo(np.int64).max
+        new = ids >= first_new
+        out[new] = self.new_vecs[ids[new] - first_new]  # new ids are consecutive
+        if (~new).any():
+            assert self.old is not None
+            out[~new] = self.old.vectors[self.old.positions(ids[~new])]
+        return out
+
+    def every(self) -> np.ndarray:
+        """Every live vector, float32 (O(chunks): a full comparison, or a compaction, needs them)."""
+        if self.all_vecs is None:
+            self.all_vecs = self.of(self.live)
+        return self.all_vecs
 
 
 class _LazyAnn:
@@ -79,18 +109,15 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
     current = layout.gen(generation)
     have_arrays = generation > 0 and (current / HNSW).exists()
     new_ids, new_vecs, kept_old = change.new_ids, change.new_vecs, change.kept_old
+    live = np.concatenate([kept_old, new_ids])  # every new id exceeds every old one
     if not have_arrays or change.full:
         if not change.full and len(kept_old) + len(change.removed):
             raise ManifestMismatchError("index arrays are missing: run `ragx index --full`")
         vindex = VectorIndex.build(new_ids, new_vecs)
         stored = StoredVectors(new_ids, new_vecs, np.empty(0, np.int64), np.empty((0, dim), np.float32))
-        return _Vectors(np.empty(0, np.int64), new_vecs, vindex, stored, vindex, None)
+        return _Vectors(kept_old, live, new_ids, new_vecs, None, new_vecs, vindex, stored, vindex, None)
     checksums = manifest.get("checksums") or {}
     old = Snapshot.load(current, checksums=checksums)
-    verify(current, checksums, (HNSW,))
-    kept_vecs = np.asarray(old.vectors[old.positions(kept_old)], dtype=np.float32)  # stored float16
-    all_vecs = np.concatenate([kept_vecs, new_vecs])  # rows follow `live`: every new id exceeds every old one
-    live = np.union1d(kept_old, new_ids)
     prev = old.stored
     keep_delta = np.isin(prev.delta_ids, live)
     delta_ids = np.concatenate([prev.delta_ids[keep_delta], new_ids])
@@ -99,54 +126,91 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
         delta = np.concatenate([np.asarray(prev.delta[keep_delta], dtype=np.float32), new_vecs])
         stored = StoredVectors(prev.base_ids, prev.base, delta_ids, delta)
         indexed = len(prev.base_ids) - len(dead)
-        ann = _LazyAnn(lambda: VectorIndex.load(current / HNSW, dim).attach(dead, delta_ids, delta, indexed))
-        return _Vectors(kept_old, all_vecs, ann, stored, None, (current, checksums))
+
+        def load() -> VectorIndex:
+            verify(current, checksums, (HNSW,))  # read only now: a run with exact lists never opens it
+            return VectorIndex.load(current / HNSW, dim).attach(dead, delta_ids, delta, indexed)
+
+        return _Vectors(kept_old, live, new_ids, new_vecs, old, None, _LazyAnn(load), stored, None, (current, checksums))
+    verify(current, checksums, (HNSW,))
+    made = _Vectors(kept_old, live, new_ids, new_vecs, old, None, None, prev, None, None)
+    all_vecs = made.every()
     vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(delta_ids))  # compact: base = every live row
     vindex.remove(dead)
     vindex.add(delta_ids, np.concatenate([np.asarray(prev.delta[keep_delta], dtype=np.float32), new_vecs]))
     if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
         vindex = VectorIndex.build(live, all_vecs)
-    stored = StoredVectors(live, all_vecs, np.empty(0, np.int64), np.empty((0, dim), np.float32))
-    return _Vectors(kept_old, all_vecs, vindex, stored, vindex, None)
+    made.ann = made.vindex = vindex
+    made.stored = StoredVectors(live, all_vecs, np.empty(0, np.int64), np.empty((0, dim), np.float32))
+    return made
 
 
-def _knn(store: Store, change: ChangeSet, kept_old, kept_vecs, all_vecs, live, settings: Settings, vindex):
-    """Surviving stored kNN rows plus the recomputed ones: (src, dst, w, recomputed rows, recomputed ids)."""
-    k, min_sim = settings.graph.k, settings.graph.min_sim
-    new_ids, new_vecs, removed = change.new_ids, change.new_vecs, change.removed
-    if change.full:
-        src = dst = np.empty(0, np.int64)
-        w = np.empty(0, np.float64)
-    else:
-        src, dst, w = store.knn_arrays()
-    touches_removed = np.isin(dst, removed)
-    losing = np.setdiff1d(np.unique(src[touches_removed]), removed)
-    keep_row = ~(np.isin(src, removed) | touches_removed)
-    src, dst, w = src[keep_row], dst[keep_row], w[keep_row]
-    gaining = gaining_rows(new_ids, new_vecs, kept_old, kept_vecs, src, w, k, min_sim)
-    recompute = np.union1d(np.union1d(losing, gaining), new_ids)
-    pos = np.searchsorted(live, recompute)
-    rs, rd = top_k_lists(recompute, all_vecs[pos], live, all_vecs, k, min_sim, ann=vindex)  # HNSW above a size
-    rw = pair_weights(lambda ids: all_vecs[np.searchsorted(live, ids)], rs, rd)
-    good = rw >= min_sim
-    rs, rd, rw = rs[good], rd[good], rw[good]
-    stay = ~np.isin(src, recompute)
-    merged = np.concatenate([src[stay], rs]), np.concatenate([dst[stay], rd]), np.concatenate([w[stay], rw])
-    return merged, (rs, rd, rw), recompute
+@dataclass
+class _GraphWork:
+    knn: tuple[np.ndarray, np.ndarray, np.ndarray]  # the kNN rows computed by this run (src, dst, weight)
+    redo: np.ndarray                                 # chunk ids whose kNN rows they replace
+    graph: Graph
+    graph_from: tuple[Path, dict[str, str]] | None
+    changed: np.ndarray                              # chunks whose graph rows changed
 
 
 def build_arrays(layout: Layout, store: Store, manifest: dict, change: ChangeSet, settings: Settings, dim: int) -> Arrays:
     vec = _vectors(layout, manifest, change, dim)  # damaged arrays: CorruptIndexError
-    kept_old, all_vecs = vec.kept_old, vec.all_vecs
-    live = np.union1d(kept_old, change.new_ids)
-    kept_vecs = all_vecs[: len(kept_old)]
-    (src, dst, w), (rs, rd, rw), recompute = _knn(store, change, kept_old, kept_vecs, all_vecs, live, settings, vec.ann)
-    a, b, uw = undirected(src, dst, w)
-    graph = Graph.from_edges(live, a, b, uw)
-    community = leiden(live, a, b, uw, settings.graph.leiden_resolution, settings.graph.leiden_seed)
-    stored_ids, stored_files = store.chunk_files()
+    work = _whole_graph(vec, settings) if vec.old is None else _repaired_graph(store, vec, change, manifest, settings)
+    community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings)
+    return Arrays(vec.live, _file_ids(vec, change), vec.vindex, vec.stored, vec.base_from, work.graph, work.graph_from,
+                  community_ids, community, whole, *work.knn, work.redo)
+
+
+def _whole_graph(vec: _Vectors, settings: Settings) -> _GraphWork:
+    """A full run: every chunk's kNN list (exact, or from HNSW candidates above a size), the whole graph."""
+    live, k, min_sim = vec.live, settings.graph.k, settings.graph.min_sim
+    all_vecs = vec.every()
+    rs, rd = top_k_lists(live, all_vecs, live, all_vecs, k, min_sim, ann=vec.vindex)
+    rw = pair_weights(vec.of, rs, rd)
+    good = rw >= min_sim
+    rs, rd, rw = rs[good], rd[good], rw[good]
+    return _GraphWork((rs, rd, rw), live, Graph.from_edges(live, *undirected(rs, rd, rw)), None, live)
+
+
+def _repaired_graph(store: Store, vec: _Vectors, change: ChangeSet, manifest: dict, settings: Settings) -> _GraphWork:
+    """An incremental run: the lists the change reaches (repair.py), the graph rows they touch."""
+    assert vec.old is not None
+    live = vec.live
+    exact = exact_is_cheap(len(change.new_ids) + len(change.removed), len(live))
+    rep = repair_knn(store, change.removed, change.new_ids, change.new_vecs, vec.kept_old, live, vec.of,
+                     vec.every() if exact else None, vec.ann, settings.graph.k, settings.graph.min_sim)
+    graph, graph_from = _graph_after(vec.old, live, rep, manifest)
+    return _GraphWork((rep.knn_src, rep.knn_dst, rep.knn_weight), rep.redo, graph, graph_from, rep.rows.ids)
+
+
+def _graph_after(old: Snapshot, live: np.ndarray, rep, manifest: dict):
+    """(graph, generation whose graph.npz is its base): the previous graph with the changed rows in its
+    delta, or every row in a new base once the delta outgrows its budget (or the base predates deltas)."""
+    graph = old.graph.with_rows(live, rep.rows)
+    checksums = manifest.get("checksums") or {}
+    if GRAPH in checksums and graph_base_linkable(old.folder) and len(graph.delta.ids) <= delta_budget(len(live)):
+        return graph, (old.folder, checksums)
+    return graph.compacted(), None
+
+
+def _communities(store: Store, graph: Graph, graph_from, new_ids: np.ndarray, changed: np.ndarray, settings: Settings):
+    """(ids, community, whole): Leiden over the whole graph while the index is small or when the graph
+    was compacted; else only new chunks (and old ones whose rows `changed` that had none) get one, by
+    their neighbours' vote."""
+    if graph_from is None or len(graph.ids) <= LEIDEN_EVERY_RUN_MAX:
+        a, b, w = graph.all_edges()
+        return graph.ids, leiden(graph.ids, a, b, w, settings.graph.leiden_resolution, settings.graph.leiden_seed), True
+    touched_old = np.setdiff1d(changed, new_ids)
+    had_none = touched_old[store.community_array(touched_old) == NO_COMMUNITY]
+    targets = np.union1d(new_ids, had_none)
+    return targets, assign_communities(graph, targets, store.community_array), False
+
+
+def _file_ids(vec: _Vectors, change: ChangeSet) -> np.ndarray:
+    """The file id of every live chunk: the current generation's for kept chunks, this run's for new ones."""
     new_file_ids = change.next_file + np.array([fi for fi, _ in change.chunks], dtype=np.int64)
-    kept_files = stored_files[np.searchsorted(stored_ids, kept_old)]
-    file_ids = np.concatenate([kept_files, new_file_ids])  # live = kept_old then new_ids, already sorted
-    return Arrays(live, file_ids, all_vecs, vec.vindex, vec.stored, vec.base_from, graph, community, rs, rd, rw,
-                  np.union1d(recompute, change.removed))
+    if vec.old is None:
+        return new_file_ids
+    kept_files = vec.old.file_ids[vec.old.positions(vec.kept_old)]
+    return np.concatenate([kept_files, new_file_ids])

@@ -18,7 +18,7 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW, VECTORS_FORMAT
+from .snapshot import HNSW, VECTORS_FORMAT, checksums_remembered
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -32,7 +32,7 @@ def run_index(
     started = time.perf_counter()
     layout = Layout(root)
     report = IndexReport(root=str(root), full=full)
-    with layout.writer_lock():
+    with layout.writer_lock(), checksums_remembered():
         store = Store(layout.db, create=True)
         try:
             _run(layout, store, settings, embedder, full=full, only=only, reporter=reporter, report=report)

@@ -16,7 +16,10 @@ a neighbour HNSW misses can be missing (recall against the exact lists: scripts/
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
+
+from ..lookup import find_sorted
 
 BLOCK_ROWS = 512  # rows per matrix product: 512 x 100k float32 = 200 MB at most
 # Rows x chunks above which top_k_lists asks the HNSW index (when given one) instead of comparing
@@ -29,6 +32,15 @@ ANN_BLOCK = 4096  # rows per batched HNSW query: the candidate vectors are 4096 
 def ann_candidates(k: int) -> int:
     """How many HNSW neighbours each row re-scores: twice k (plus itself) lifts recall of the top k."""
     return 2 * k + 1
+
+
+DELTA_MIN_ROWS, DELTA_MAX_ROWS = 4_096, 200_000
+
+
+def delta_budget(live: int) -> int:
+    """Graph rows the delta holds before the graph is compacted into a new base: a tenth of the chunks,
+    within bounds (a one-file edit changes a few hundred to a few thousand rows)."""
+    return min(DELTA_MAX_ROWS, max(DELTA_MIN_ROWS, live // 10))
 
 
 PAIR_BLOCK = 16_384  # edges per block: two 16,384 x 384 float64 slabs = 100 MB, whatever the edge count
@@ -58,7 +70,8 @@ def top_k_lists(
     VectorIndex over exactly `all_ids`) is used when rows x chunks exceeds EXACT_MAX_PAIRS.
     """
     if ann is not None and len(row_ids) * len(all_ids) > EXACT_MAX_PAIRS:
-        return approximate_top_k_lists(row_ids, row_vecs, all_ids, all_vecs, k, min_sim, ann)
+        vec_of = lambda ids: all_vecs[np.searchsorted(all_ids, ids)]  # noqa: E731
+        return approximate_top_k_lists(row_ids, row_vecs, vec_of, len(all_ids), k, min_sim, ann)
     srcs, dsts = [], []
     kk = min(k + 1, len(all_ids))
     for start in range(0, len(row_ids), BLOCK_ROWS):
@@ -76,16 +89,17 @@ def top_k_lists(
 
 
 def approximate_top_k_lists(
-    row_ids: np.ndarray, row_vecs: np.ndarray, all_ids: np.ndarray, all_vecs: np.ndarray, k: int, min_sim: float, ann,
+    row_ids: np.ndarray, row_vecs: np.ndarray, vec_of, chunks: int, k: int, min_sim: float, ann,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """top_k_lists from HNSW candidates, re-scored exactly: O(rows x log chunks) instead of O(rows x chunks)."""
-    want = min(ann_candidates(k), len(all_ids))
+    """top_k_lists from HNSW candidates, re-scored exactly: O(rows x log chunks) instead of O(rows x chunks).
+    `vec_of(ids)`: the stored float32 vectors of a 1-d array of chunk ids; `chunks`: how many the index holds."""
+    want = min(ann_candidates(k), chunks)
     srcs, dsts = [], []
     for start in range(0, len(row_ids), ANN_BLOCK):
         ids = row_ids[start : start + ANN_BLOCK]
         vecs = row_vecs[start : start + ANN_BLOCK]
         cand = ann.knn_batch(vecs, want)                                   # (rows, want) chunk ids
-        cand_vecs = all_vecs[np.searchsorted(all_ids, cand)]               # (rows, want, dim)
+        cand_vecs = vec_of(cand.ravel()).reshape(*cand.shape, -1)          # (rows, want, dim)
         sims = np.einsum("rd,rcd->rc", vecs, cand_vecs)
         sims[cand == ids[:, None]] = -np.inf                                # never your own neighbour
         src, dst = best_of_candidates(ids, cand, sims, k, min_sim)
@@ -141,37 +155,142 @@ def undirected(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np
     return uniq[:, 0], uniq[:, 1], weight[first]
 
 
-@dataclass
-class Graph:
-    """CSR adjacency over chunk ids: neighbours of ids[i] are nbr[indptr[i]:indptr[i+1]]."""
+def segments(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Indices of the concatenated ranges [starts[i], starts[i] + lens[i]), in order (no Python loop)."""
+    total = int(lens.sum())
+    return np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
 
-    ids: np.ndarray      # int64, sorted: every live chunk id
+
+@dataclass
+class Adjacency:
+    """CSR rows over chunk ids: the neighbours of ids[i] are nbr[indptr[i]:indptr[i+1]]."""
+
+    ids: np.ndarray      # int64, sorted: the chunks these rows belong to
     indptr: np.ndarray   # int64 (len(ids) + 1)
     nbr: np.ndarray      # int64 chunk ids
     weight: np.ndarray   # float64, same as the store's edge weight
 
     @classmethod
-    def from_edges(cls, ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> "Graph":
-        src = np.concatenate([a, b])
-        dst = np.concatenate([b, a])
-        ww = np.concatenate([w, w])
-        order = np.lexsort((dst, src))
-        src, dst, ww = src[order], dst[order], ww[order]
-        pos = np.searchsorted(ids, src)
+    def empty(cls) -> "Adjacency":
+        return cls(np.empty(0, np.int64), np.zeros(1, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+
+    @classmethod
+    def of_rows(cls, ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> "Adjacency":
+        """Rows for `ids` (sorted) from undirected edges (a, b, w): each edge is kept at whichever of
+        its ends are among `ids`, so the edges may reach chunks that have no row here."""
+        src = np.concatenate([a, b]).astype(np.int64)
+        dst = np.concatenate([b, a]).astype(np.int64)
+        ww = np.concatenate([w, w]).astype(np.float64)
+        pos, mine = find_sorted(ids, src)
+        order = np.lexsort((dst[mine], src[mine]))
+        pos, dst, ww = pos[mine][order], dst[mine][order], ww[mine][order]
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.add.at(indptr, pos + 1, 1)
-        return cls(ids, np.cumsum(indptr), dst.astype(np.int64), ww.astype(np.float64))
+        np.cumsum(np.bincount(pos, minlength=len(ids)), out=indptr[1:])
+        return cls(np.asarray(ids, np.int64), indptr, dst, ww)
+
+    def lengths(self, pos: np.ndarray) -> np.ndarray:
+        return self.indptr[pos + 1] - self.indptr[pos]
+
+
+@dataclass
+class Graph:
+    """The similarity graph over the live chunks: a base of CSR rows (graph.npz, hard-linked between
+    generations while it lasts) and a delta of rows that replace base rows or belong to chunks added
+    since (graph-delta.npz). A chunk's row is its delta row if it has one, else its base row; every
+    row a change touches goes to the delta, so base rows never name a chunk that is gone.
+    An incremental run so rewrites the rows it touched, not the whole graph (bench_scale.py)."""
+
+    ids: np.ndarray          # int64, sorted: every live chunk id
+    base: Adjacency
+    delta: Adjacency
+
+    @classmethod
+    def from_edges(cls, ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> "Graph":
+        """A graph with every row in its base (a full build, or a compaction)."""
+        return cls(np.asarray(ids, np.int64), Adjacency.of_rows(ids, a, b, w), Adjacency.empty())
+
+    def check(self) -> bool:
+        """Every live chunk has a row (in the delta or the base), and the CSR arrays agree in length."""
+        _, in_delta = find_sorted(self.delta.ids, self.ids)
+        _, in_base = find_sorted(self.base.ids, self.ids[~in_delta])
+        return bool(in_base.all()) and all(len(g.indptr) == len(g.ids) + 1 for g in (self.base, self.delta))
 
     def position(self, chunk_ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.ids, chunk_ids)
+
+    def _locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(in_delta, row in the delta, row in the base) of the chunks at positions `rows`."""
+        chunk_ids = self.ids[np.asarray(rows, dtype=np.int64)]
+        dpos, in_delta = find_sorted(self.delta.ids, chunk_ids)
+        bpos = np.zeros(len(chunk_ids), np.int64)
+        bpos[~in_delta] = np.searchsorted(self.base.ids, chunk_ids[~in_delta])
+        return in_delta, dpos, bpos
+
+    def _lengths(self, in_delta: np.ndarray, dpos: np.ndarray, bpos: np.ndarray) -> np.ndarray:
+        lens = np.zeros(len(in_delta), np.int64)
+        if in_delta.any():
+            lens[in_delta] = self.delta.lengths(dpos[in_delta])
+        if (~in_delta).any():
+            lens[~in_delta] = self.base.lengths(bpos[~in_delta])
+        return lens
+
+    def edges_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lens, nbr, weight) of the rows at positions `rows`: row i's neighbours are the lens[i]
+        entries after those of rows before it."""
+        in_delta, dpos, bpos = self._locate(rows)
+        lens = self._lengths(in_delta, dpos, bpos)
+        offsets = np.cumsum(lens) - lens
+        nbr = np.empty(int(lens.sum()), np.int64)
+        weight = np.empty(len(nbr), np.float64)
+        for part, which, pos in ((self.delta, in_delta, dpos), (self.base, ~in_delta, bpos)):
+            if which.any():
+                src = segments(part.indptr[pos[which]], lens[which])
+                dst = segments(offsets[which], lens[which])
+                nbr[dst], weight[dst] = part.nbr[src], part.weight[src]
+        return lens, nbr, weight
 
     def neighbors(self, chunk_id: int) -> tuple[np.ndarray, np.ndarray]:
         i = int(self.position(np.array([chunk_id]))[0])
         if i >= len(self.ids) or self.ids[i] != chunk_id:
             return np.empty(0, np.int64), np.empty(0, np.float64)
-        lo, hi = self.indptr[i], self.indptr[i + 1]
-        return self.nbr[lo:hi], self.weight[lo:hi]
+        _, nbr, weight = self.edges_of(np.array([i]))
+        return nbr, weight
+
+    def degrees(self) -> np.ndarray:
+        """Neighbours of every live chunk (O(chunks), vectorised)."""
+        return self._lengths(*self._locate(np.arange(len(self.ids))))
 
     @property
     def n_edges(self) -> int:
-        return len(self.nbr) // 2
+        return int(self.degrees().sum()) // 2
+
+    def all_edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every undirected edge once (a < b), sorted by (a, b), with its weight."""
+        lens, nbr, weight = self.edges_of(np.arange(len(self.ids)))
+        src = np.repeat(self.ids, lens)
+        keep = src < nbr
+        return src[keep], nbr[keep], weight[keep]
+
+    def compacted(self) -> "Graph":
+        """The same graph with every row in the base (the delta folded in)."""
+        lens, nbr, weight = self.edges_of(np.arange(len(self.ids)))
+        indptr = np.zeros(len(self.ids) + 1, np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        return Graph(self.ids, Adjacency(self.ids, indptr, nbr, weight), Adjacency.empty())
+
+    def with_rows(self, live: np.ndarray, rows: Adjacency) -> "Graph":
+        """This graph after a change: `live` the chunks now, `rows` the new rows of every chunk whose
+        neighbours changed (new chunks included). Earlier delta rows of live chunks carry over."""
+        keep = np.isin(self.delta.ids, live) & ~np.isin(self.delta.ids, rows.ids)
+        kept_lens = self.delta.lengths(np.flatnonzero(keep))
+        kept = segments(self.delta.indptr[np.flatnonzero(keep)], kept_lens)
+        ids = np.concatenate([self.delta.ids[keep], rows.ids])
+        lens = np.concatenate([kept_lens, np.diff(rows.indptr)])
+        nbr = np.concatenate([self.delta.nbr[kept], rows.nbr])
+        weight = np.concatenate([self.delta.weight[kept], rows.weight])
+        order = np.argsort(ids, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64) if len(lens) else np.empty(0, np.int64)
+        take = segments(starts[order], lens[order])
+        indptr = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum(lens[order], out=indptr[1:])
+        return Graph(np.asarray(live, np.int64), self.base, Adjacency(ids[order], indptr, nbr[take], weight[take]))

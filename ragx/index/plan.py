@@ -201,7 +201,11 @@ def plan(
     chunked = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
     files, chunks = chunked.files, chunked.chunks
     texts = [c.embed_text for _, c in chunks]  # frontmatter header + text
-    reusable = reusable_vectors(layout, store, manifest, embedder) if texts else None
+    gone_file_ids = [row.id for row in diff.deleted] + store.file_ids_of([f.path for f in diff.changed])
+    removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
+    # A full run may reuse any indexed text's vector; an incremental one those of the files it replaces
+    # (edited, moved, renamed), so it never reads every chunk's text.
+    reusable = reusable_vectors(layout, store, manifest, embedder, None if full else removed) if texts else None
     new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
     report.embedded_chunks = int(fresh.sum())
     report.reused_chunks = len(texts) - report.embedded_chunks
@@ -209,11 +213,7 @@ def plan(
 
     next_chunk = int(manifest.get("next_chunk_id", 1))
     new_ids = np.arange(next_chunk, next_chunk + len(texts), dtype=np.int64)
-    stored = {row.path: row for row in store.files().values()}
-    gone_paths = [row.path for row in diff.deleted] + [f.path for f in diff.changed]
-    gone_file_ids = [stored[p].id for p in gone_paths if p in stored]
-    old_live = store.chunk_ids() if not full else np.empty(0, np.int64)
-    removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
+    old_live = indexed_chunk_ids(layout, store, manifest) if not full else np.empty(0, np.int64)
     return ChangeSet(
         full=full, files=files, chunks=chunks, new_ids=new_ids,
         new_vecs=np.ascontiguousarray(as_stored(new_vecs)),  # the values the vector file will hold
@@ -225,13 +225,23 @@ def plan(
     )
 
 
+def indexed_chunk_ids(layout: Layout, store: Store, manifest: dict) -> np.ndarray:
+    """The chunk ids indexed now: the current generation's id list (a few MB, checksummed), which the
+    arrays of this run build on, rather than reading every chunk row (a second at a million chunks).
+    The store's own list where that generation is missing or damaged."""
+    try:
+        return Snapshot.chunk_ids(layout.gen(int(manifest.get("generation", 0))), manifest.get("checksums"))
+    except (CorruptIndexError, OSError):
+        return store.chunk_ids()
+
+
 def text_keys(texts: list[str]) -> np.ndarray:
     return np.array([xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts], dtype=np.uint64)
 
 
-def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder):
-    """(sorted text keys, row of each, the vectors) of the chunks already indexed, when they came from
-    this same embedder.
+def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, pool: np.ndarray | None = None):
+    """(sorted text keys, row of each, the vectors) of the chunks already indexed (`pool`: of those
+    chunk ids only), when they came from this same embedder.
 
     Moved or renamed files, unchanged parts of edited files and rebuilds that only change the graph
     then cost no embedding at all. None when nothing can be reused, or when the generation's vector
@@ -244,7 +254,7 @@ def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder):
         ids, vectors = Snapshot.load_vectors(layout.gen(generation), manifest.get("checksums"))
     except CorruptIndexError:
         return None
-    chunk_ids, texts = store.chunk_texts()
+    chunk_ids, texts = store.chunk_texts(pool)
     if not len(chunk_ids):
         return None
     keys = text_keys(texts)

@@ -10,18 +10,21 @@ float32: retrieve.cosines, the exact rescoring of HNSW's candidates). Every vect
 float16 as soon as it is made (plan.py), so the graph weights and the file hold the very same
 numbers whether a run is full or incremental. The HNSW index keeps its own float32 copy in memory
 (normalised again by hnswlib; it has no memory-mapped mode): about 1.7 kB per chunk at 384 dimensions.
-    gen-NNNNNN/graph.npz     CSR adjacency of the similarity graph over the same rows
+    gen-NNNNNN/graph.npz     CSR rows of the similarity graph (ids, indptr, nbr, weight): the base
+    gen-NNNNNN/graph-delta.npz  the rows changed since graph.npz was written (graph.py: Graph)
     gen-NNNNNN/vectors.hnsw  the ANN index over vectors.npy's rows (labels = chunk ids), loaded on first search
 
-vectors.npy and vectors.hnsw may be hard links to the previous generation's files (never modified
-in place: a file is only ever written whole under a temporary folder), so a small incremental run
-writes only delta.npy, chunks.npz and graph.npz.
+vectors.npy, vectors.hnsw and graph.npz may be hard links to the previous generation's files (never
+modified in place: a file is only ever written whole under a temporary folder), so a small
+incremental run writes only delta.npy, chunks.npz and graph-delta.npz.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from contextlib import contextmanager
+from typing import Iterator
 import zipfile
 import shutil
 from dataclasses import dataclass, field
@@ -32,13 +35,15 @@ import numpy as np
 import xxhash
 
 from ..errors import CorruptIndexError
-from .graph import Graph
+from .graph import Adjacency, Graph
 from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
 
-CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW = "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "vectors.hnsw"
-FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW)
-OPTIONAL = (DELTA,)  # absent from generations written before it existed (they are converted on the next run)
+CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW = (
+    "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw")
+FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW)
+OPTIONAL = (DELTA, GRAPH_DELTA)  # absent from generations written before they existed (converted on the next run)
+GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16
 VECTORS_FORMAT = "float16+delta"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
 
@@ -49,12 +54,37 @@ def as_stored(vectors: np.ndarray) -> np.ndarray:
 HINT = "run `ragx index --full`"
 
 
+_remembered: dict[tuple, str] | None = None  # set inside checksums_remembered()
+
+
+@contextmanager
+def checksums_remembered() -> Iterator[None]:
+    """Within one index run each file is checksummed once, though the run reads a generation in more
+    than one step (gigabytes at a million chunks). Keyed by inode, size and mtime: generation files
+    are never modified in place, only written whole and renamed."""
+    global _remembered
+    _remembered = {}
+    try:
+        yield
+    finally:
+        _remembered = None
+
+
 def file_checksum(path: Path) -> str:
     """xxh3-128 of a file's bytes, streamed (the manifest records one per generation file)."""
+    memo = _remembered
+    key = None
+    if memo is not None:
+        st = os.stat(path)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in memo:
+            return memo[key]
     h = xxhash.xxh3_128()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             h.update(block)
+    if memo is not None and key is not None:
+        memo[key] = h.hexdigest()
     return h.hexdigest()
 
 
@@ -117,14 +147,14 @@ class Snapshot:
         """`with_ann`: also load the HNSW file now, so the snapshot never reads its folder again
         (a writer may delete an old generation's folder while a reader still uses it).
         `checksums`: the manifest's; every file is verified against them before it is trusted."""
-        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH))
+        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA))
         try:
             ids, file_ids, stored = _read_vectors(folder)
-            graph = Graph(ids, *mapped_npz(folder / GRAPH, ("indptr", "nbr", "weight")))
+            graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
         slots = stored.slots(ids)
-        if slots is None or not (len(file_ids) == len(ids) == len(graph.indptr) - 1):
+        if slots is None or len(file_ids) != len(ids) or not graph.check():
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: run `ragx index --full`")
         snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored)
         if with_ann:
@@ -148,22 +178,42 @@ class Snapshot:
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: {HINT}")
         return ids, stored.rows(ids, slots)
 
-    def write(self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None = None) -> dict[str, str]:
+    @staticmethod
+    def chunk_ids(folder: Path, checksums: dict[str, str] | None) -> np.ndarray:
+        """A generation's sorted live chunk ids alone (chunks.npz, verified): CorruptIndexError or
+        OSError when the folder is missing, damaged or unreadable."""
+        verify(folder, checksums, (CHUNKS,))
+        try:
+            with np.load(folder / CHUNKS) as z:
+                return np.asarray(z["ids"], dtype=np.int64)
+        except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
+
+    def write(
+        self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None = None,
+        graph_from: tuple[Path, dict[str, str]] | None = None,
+    ) -> dict[str, str]:
         """Write every file into a temporary folder, fsync, then rename it to `target` in one step.
 
         `base_from` (a generation folder and its checksums): hard-link its vectors.npy and vectors.hnsw
-        (their checksums carry over) instead of writing the base and `vindex`.
+        (their checksums carry over) instead of writing the base and `vindex`; `graph_from`: hard-link
+        its graph.npz (this graph's base) instead of writing it.
         Returns each file's checksum, for the manifest of the commit that names this generation."""
         tmp = target.with_name(f"tmp-{target.name}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         with open(tmp / CHUNKS, "wb") as fh:
             np.savez(fh, ids=self.graph.ids, file_ids=self.file_ids, base_ids=self.stored.base_ids, delta_ids=self.stored.delta_ids)
-        with open(tmp / GRAPH, "wb") as fh:
-            np.savez(fh, indptr=self.graph.indptr, nbr=self.graph.nbr, weight=self.graph.weight)
+        parts = {GRAPH_DELTA: self.graph.delta} if graph_from is not None else {GRAPH: self.graph.base, GRAPH_DELTA: self.graph.delta}
+        for name, rows in parts.items():
+            with open(tmp / name, "wb") as fh:
+                np.savez(fh, ids=rows.ids, indptr=rows.indptr, nbr=rows.nbr, weight=rows.weight)
         with open(tmp / DELTA, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
         checksums = {}
+        if graph_from is not None:
+            _link_or_copy(graph_from[0] / GRAPH, tmp / GRAPH)
+            checksums[GRAPH] = graph_from[1][GRAPH]
         if base_from is not None:
             for name in (VECTORS_NPY, HNSW):
                 _link_or_copy(base_from[0] / name, tmp / name)
@@ -200,6 +250,31 @@ def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
     return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+
+
+def graph_base_linkable(folder: Path) -> bool:
+    """Whether a generation's graph.npz names its own rows, so a later generation can keep it as its base
+    (one written before graph deltas existed holds the rows of that generation's live chunks only)."""
+    try:
+        with zipfile.ZipFile(folder / GRAPH) as zf:
+            return "ids.npy" in zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _adjacency(path: Path, ids_if_absent: np.ndarray | None) -> Adjacency:
+    """Graph rows from an .npz file. A base written before graph deltas existed has no `ids`: its rows
+    are the generation's live ids (`ids_if_absent`); a missing delta file is an empty delta."""
+    if ids_if_absent is None and not path.exists():
+        return Adjacency.empty()
+    with zipfile.ZipFile(path) as zf:
+        has_ids = "ids.npy" in zf.namelist()
+    names = ("ids", *GRAPH_ARRAYS) if has_ids else GRAPH_ARRAYS
+    arrays = mapped_npz(path, names)
+    ids = np.asarray(arrays.pop(0)) if has_ids else ids_if_absent
+    if ids is None:
+        raise ValueError(f"{path.name} lists no chunk ids")
+    return Adjacency(ids, *arrays)
 
 
 def mapped_npz(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:

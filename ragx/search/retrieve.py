@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
+from ..lookup import find_sorted
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
 
@@ -35,10 +36,8 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
     for _ in range(caps.hops):
         if len(frontier) == 0:
             break
-        starts, ends = g.indptr[frontier], g.indptr[frontier + 1]
-        lens = ends - starts
-        idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
-        rows = np.unique(g.position(g.nbr[idx]))
+        _, nbr, _ = g.edges_of(frontier)
+        rows = np.unique(g.position(nbr))
         rows = rows[~reached[rows]]
         sims = cosines(snap.vectors, rows, query_vec)
         frontier = rows[sims >= caps.query_floor]
@@ -49,14 +48,11 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
 def induced_csr(snap: Snapshot, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The graph restricted to `rows` (sorted), neighbours as positions within `rows`."""
     g = snap.graph
-    starts, ends = g.indptr[rows], g.indptr[rows + 1]
-    lens = ends - starts
-    idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+    lens, nbr, weight = g.edges_of(rows)
     src_local = np.repeat(np.arange(len(rows)), lens)
-    dst_rows = g.position(g.nbr[idx])
-    dst_local = np.searchsorted(rows, dst_rows)
-    inside = (dst_local < len(rows)) & (rows[np.minimum(dst_local, len(rows) - 1)] == dst_rows)
-    src_local, dst_local, w = src_local[inside], dst_local[inside], g.weight[idx][inside]
+    dst_rows = g.position(nbr)
+    dst_local, inside = find_sorted(rows, dst_rows)
+    src_local, dst_local, w = src_local[inside], dst_local[inside], weight[inside]
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.bincount(src_local, minlength=len(rows)), out=indptr[1:])
     return indptr, dst_local.astype(np.int64), w
