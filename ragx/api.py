@@ -375,6 +375,11 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
             snap.vindex.get(ids)  # raises if any live chunk lacks a vector
             if not np.isfinite(snap.vectors).all():
                 problems.append(f"vectors hold non-finite values: {HINT}")
+            in_sql = store.counted_in_sql()
+            if snap.graph.n_edges != in_sql["edges"]:  # the graph file (base + delta) and the kNN rows disagree
+                problems.append(f"the graph holds {snap.graph.n_edges} edges, the store {in_sql['edges']}: {HINT}")
+            if store.counts() != in_sql:
+                problems.append(f"recorded counts {store.counts()} differ from the store's {in_sql}: {HINT}")
     except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
         problems.append(f"index arrays unreadable: {exc}")
     return problems

@@ -1,4 +1,5 @@
-"""The chunk similarity graph: top-k lists (exact, or through the HNSW index at scale) and CSR adjacency.
+"""The chunk similarity graph: top-k lists (exact, or through the HNSW index at scale) and its rows,
+stored as a CSR base plus a delta of the rows changed since (Graph; repair.py makes the delta).
 
 Each chunk keeps its own top-k most similar chunks whose cosine reaches `min_sim` (the `knn` rows);
 the graph is the undirected union of those lists, weight = cosine. A pair's weight is computed in one
