@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
+from ..lookup import unique_ids
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
 
@@ -38,7 +39,7 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
         starts, ends = g.indptr[frontier], g.indptr[frontier + 1]
         lens = ends - starts
         idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
-        rows = np.unique(g.position(g.nbr[idx]))
+        rows = unique_ids(g.position(g.nbr[idx]))
         rows = rows[~reached[rows]]
         sims = cosines(snap.vectors, rows, query_vec)
         frontier = rows[sims >= caps.query_floor]
@@ -96,7 +97,7 @@ def retrieval_pass(
         keep = np.isin(lex_all_ids, snap.ids[allowed])
         lex_all_ids, lex_all_scores = lex_all_ids[keep], lex_all_scores[keep]
     lexical_ids = lex_all_ids[: caps.lexical_n]
-    seed_ids = np.unique(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
+    seed_ids = unique_ids(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
     seed_rows = snap.positions(seed_ids)
     rows = _neighbourhood(snap, query_vecs[0], seed_rows, caps) if caps.hops > 0 else seed_rows
     if allowed is not None:
