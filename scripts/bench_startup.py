@@ -97,6 +97,7 @@ def main() -> None:
         "status --json": lambda r, e, i: _timed([r, "status", "--json", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
+    load_before = os.getloadavg()[0]  # a shared machine: say how busy it was, before and after
     for _name, (ragx, env) in sides.items():  # warm-up: model conversion, page cache
         for task in tasks.values():
             task(ragx, env, 0)
@@ -105,7 +106,8 @@ def main() -> None:
         for task_name, task in tasks.items():
             for side, (ragx, env) in sides.items():
                 results.setdefault((task_name, side), []).append(task(ragx, env, i))
-    print(f"corpus {root} ({args.runs} runs each, interleaved; load average now {os.getloadavg()[0]:.1f})")
+    print(f"corpus {root} ({args.runs} runs each, interleaved; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after)")
     print(f"{'what':<20} {'side':<5} {'wall median':>12} {'wall min':>9} {'CPU median':>11}")
     for task_name in tasks:
         for side in sides:
