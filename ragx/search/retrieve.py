@@ -12,9 +12,9 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
-from ..lookup import unique_ids
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
+from ..lookup import unique_ids  # not np.unique: see there
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -39,7 +39,7 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
         starts, ends = g.indptr[frontier], g.indptr[frontier + 1]
         lens = ends - starts
         idx = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
-        rows = unique_ids(g.position(g.nbr[idx]))
+        rows = np.unique(g.position(g.nbr[idx]))
         rows = rows[~reached[rows]]
         sims = cosines(snap.vectors, rows, query_vec)
         frontier = rows[sims >= caps.query_floor]
