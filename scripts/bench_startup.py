@@ -4,6 +4,7 @@ older install in the same run (runs interleaved, so machine load hits both alike
 
     python scripts/bench_startup.py --root <SciFact corpus> [--old-venv /work/main/.venv] [--runs 10]
 
+PYTHONPATH=<a source tree> makes "new" that tree's code (run by this venv); "old" never sees PYTHONPATH.
 Without --root, the SciFact collection `ragx eval beir` keeps in the cache is used. Each side has its
 own RAGX_CACHE_DIR for the ONNX model (the formats differ between versions) and is warmed up once
 (model converted, page cache filled) before anything is timed. Wall time is what a user waits; CPU
@@ -78,7 +79,9 @@ def _sides(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, str]]]:
     if args.old_venv:
         old_cache = Path(base) / "bench-startup-old"
         old_cache.mkdir(parents=True, exist_ok=True)
-        sides["old"] = (str(Path(args.old_venv) / "bin" / "ragx"), dict(os.environ, RAGX_CACHE_DIR=str(old_cache)))
+        old_env = dict(os.environ, RAGX_CACHE_DIR=str(old_cache))
+        old_env.pop("PYTHONPATH", None)  # the old install runs its own code (PYTHONPATH may point "new" at a tree)
+        sides["old"] = (str(Path(args.old_venv) / "bin" / "ragx"), old_env)
     return sides
 
 
