@@ -9,6 +9,7 @@ ConfigError naming the file and the key: one line, exit 2.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -166,9 +167,14 @@ LIMITS: dict[str, Limit] = {
 ORDERED: tuple[tuple[str, str], ...] = (("chunking.min_tokens", "chunking.target_tokens"),)
 
 
-SECTIONS: dict[str, type] = {
-    f.name: get_type_hints(Settings)[f.name] for f in dataclasses.fields(Settings) if f.name != "sources"
-}
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A schema class's field types, resolved once: get_type_hints evaluates every (postponed) annotation
+    again on each call, and loading the settings asks for one per key (~60: milliseconds of every command)."""
+    return get_type_hints(cls)
+
+
+SECTIONS: dict[str, type] = {f.name: _hints(Settings)[f.name] for f in dataclasses.fields(Settings) if f.name != "sources"}
 
 
 def rc_path() -> Path:
@@ -182,7 +188,7 @@ def field_type(section: str, key: str, origin: str | None = None) -> type:
     cls = SECTIONS.get(section)
     if cls is None:
         raise ConfigError(f"{where}unknown config section [{section}] (known: {', '.join(SECTIONS)})")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     if key not in hints:
         raise ConfigError(f"{where}unknown config key {section}.{key} (known: {', '.join(hints)})")
     return hints[key]

@@ -4,6 +4,7 @@ older install in the same run (runs interleaved, so machine load hits both alike
 
     python scripts/bench_startup.py --root <SciFact corpus> [--old-venv /work/main/.venv] [--runs 10]
 
+PYTHONPATH=<a source tree> makes "new" that tree's code (run by this venv); "old" never sees PYTHONPATH.
 Without --root, the SciFact collection `ragx eval beir` keeps in the cache is used. Each side has its
 own RAGX_CACHE_DIR for the ONNX model (the formats differ between versions) and is warmed up once
 (model converted, page cache filled) before anything is timed. Wall time is what a user waits; CPU
@@ -78,7 +79,9 @@ def _sides(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, str]]]:
     if args.old_venv:
         old_cache = Path(base) / "bench-startup-old"
         old_cache.mkdir(parents=True, exist_ok=True)
-        sides["old"] = (str(Path(args.old_venv) / "bin" / "ragx"), dict(os.environ, RAGX_CACHE_DIR=str(old_cache)))
+        old_env = dict(os.environ, RAGX_CACHE_DIR=str(old_cache))
+        old_env.pop("PYTHONPATH", None)  # the old install runs its own code (PYTHONPATH may point "new" at a tree)
+        sides["old"] = (str(Path(args.old_venv) / "bin" / "ragx"), old_env)
     return sides
 
 
@@ -97,6 +100,7 @@ def main() -> None:
         "status --json": lambda r, e, i: _timed([r, "status", "--json", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
+    load_before = os.getloadavg()[0]  # a shared machine: say how busy it was, before and after
     for _name, (ragx, env) in sides.items():  # warm-up: model conversion, page cache
         for task in tasks.values():
             task(ragx, env, 0)
@@ -105,7 +109,8 @@ def main() -> None:
         for task_name, task in tasks.items():
             for side, (ragx, env) in sides.items():
                 results.setdefault((task_name, side), []).append(task(ragx, env, i))
-    print(f"corpus {root} ({args.runs} runs each, interleaved; load average now {os.getloadavg()[0]:.1f})")
+    print(f"corpus {root} ({args.runs} runs each, interleaved; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after)")
     print(f"{'what':<20} {'side':<5} {'wall median':>12} {'wall min':>9} {'CPU median':>11}")
     for task_name in tasks:
         for side in sides:

@@ -17,8 +17,12 @@ TESTS = Path(__file__).resolve().parent
 # evaluation code, onnxruntime (a one-shot query embeds in numpy), torch.
 # pydantic: typer 0.29 builds a pydantic TypeAdapter per CLI parameter (pyproject pins typer below it).
 NOT_FOR_READS = ("rich", "mcp", "mcp_types", "pydantic", "ragx.index.build", "ragx.eval", "onnxruntime", "torch", "transformers")
-# A query reads the index only: the corpus walk (drift) is status's.
-NOT_FOR_QUERY = ("ragx.index.diff", "ragx.ingest.discover", "pathspec")
+# A query reads the index only: the corpus walk (drift) is status's. numpy.ma: numpy 2's plain np.unique
+# imports it on first call (~9 ms); the link and frontmatter parsers: the index run's, not a query's.
+NOT_FOR_QUERY = ("ragx.index.diff", "ragx.ingest.discover", "pathspec", "numpy.ma", "ragx.ingest.links",
+                 "ragx.ingest.frontmatter")
+# The drift walk of a corpus without .gitignore files or include/exclude globs matches no pattern.
+NOT_FOR_STATUS = ("pathspec", "numpy.ma")
 
 
 def _modules_after(args: list[str], tmp_path: Path) -> tuple[int, list[str]]:
@@ -30,6 +34,7 @@ def _modules_after(args: list[str], tmp_path: Path) -> tuple[int, list[str]]:
     )
     env = dict(os.environ, PYTHONPATH=str(TESTS), RAGX_RC=str(tmp_path / "rc"))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    (tmp_path / "out.json").write_text(done.stdout)
     return done.returncode, json.loads((tmp_path / "mods.json").read_text())
 
 
@@ -47,7 +52,7 @@ def indexed(tmp_path_factory):
 def test_json_reads_import_nothing_they_do_not_use(indexed, tmp_path, args):
     code, mods = _modules_after([*args, "--root", str(indexed)], tmp_path)
     assert code == 0
-    unused = NOT_FOR_READS + (NOT_FOR_QUERY if args[0] == "query" else ())
+    unused = NOT_FOR_READS + (NOT_FOR_QUERY if args[0] == "query" else NOT_FOR_STATUS)
     loaded = [m for m in mods if any(m == p or m.startswith(p + ".") for p in unused)]
     assert loaded == []
     assert "ragx.cli.eval_cmd" not in mods and "ragx.cli.mcp_cmd" not in mods  # only the invoked command
@@ -60,3 +65,35 @@ def test_help_still_lists_every_command(capsys):
     assert code == 0
     for name in ("config", "data", "doctor", "eval", "index", "init", "inspect", "mcp", "query", "status", "version"):
         assert name in out
+
+
+def test_status_still_loads_gitignore_rules_when_the_corpus_has_them(indexed, tmp_path):
+    """The lazy pattern library is a saving, not a skipped rule: a .gitignore still hides its files."""
+    (indexed / ".gitignore").write_text("notes.txt\n")
+    try:
+        code, mods = _modules_after(["status", "--json", "--root", str(indexed)], tmp_path)
+    finally:
+        (indexed / ".gitignore").unlink()
+    assert code == 0 and "pathspec" in mods
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["drift"]["deleted"] == 1 and doc["drifted"]["deleted"] == ["notes.txt"]
+
+
+def test_command_annotations_are_objects_not_strings():
+    """typer reads every parameter's annotation at each start-up; written as strings (postponed
+    annotations) they are compiled and evaluated each time: milliseconds of every command."""
+    import inspect
+
+    import typer
+
+    from ragx.cli import main
+
+    main._register(["--help"])
+    command = typer.main.get_command(main.app)
+    callbacks = [command.callback] + [c.callback for c in command.commands.values()]
+    for group in [c for c in command.commands.values() if hasattr(c, "commands")]:
+        callbacks += [c.callback for c in group.commands.values()]
+    for callback in filter(None, callbacks):
+        original = inspect.unwrap(callback)
+        stringly = [n for n, a in inspect.get_annotations(original).items() if isinstance(a, str)]
+        assert stringly == [], f"{original.__module__}.{original.__name__}: {stringly}"

@@ -1,6 +1,7 @@
 """`ragx config get|set`: read the effective settings, or change one in ragx.toml or ~/.ragxrc."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 import json
 from typing import Annotated, Optional

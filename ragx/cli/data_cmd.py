@@ -1,6 +1,7 @@
 """`ragx data beir`: a BEIR-layout collection as a folder of files plus judged queries."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 from pathlib import Path
 from typing import Annotated, Optional

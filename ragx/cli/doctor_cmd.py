@@ -1,6 +1,7 @@
 """`ragx doctor`: run the configured providers for real and check the index against the config."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 import typer
 from rich.markup import escape

@@ -6,7 +6,8 @@ compared per query with a reference configuration.
                                                                   evaluated, one summary across them
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 import shlex
 from functools import partial

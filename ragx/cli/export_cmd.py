@@ -1,6 +1,7 @@
 """`ragx export FILE` / `ragx import FILE`: move an index between machines, with its fingerprint."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 from pathlib import Path
 from typing import Annotated

@@ -1,6 +1,7 @@
 """`ragx index`: bring the index up to date with the corpus (incremental unless --full)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 import dataclasses
 from contextlib import contextmanager

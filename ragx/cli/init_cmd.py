@@ -1,6 +1,7 @@
 """`ragx init`: write ragx.toml at the corpus root (asks on a terminal; --yes takes the defaults)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 import dataclasses
 import sys

@@ -1,6 +1,7 @@
 """`ragx inspect chunk|file|neighbors|communities|community`: look inside the index."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 from typing import Annotated, Optional
 

@@ -1,6 +1,7 @@
 """`ragx mcp`: serve the corpus to coding agents over MCP (stdio). The SDK is imported only here, when run."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 from typing import Annotated
 

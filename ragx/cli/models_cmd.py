@@ -1,6 +1,7 @@
 """`ragx models`: list the embedding engines this machine can use, recommend one, optionally pick one."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer would evaluate every parameter's annotation from a
+# string (compile + eval) on each start-up.
 
 from pathlib import Path
 from typing import Annotated, Optional

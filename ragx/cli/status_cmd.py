@@ -1,6 +1,7 @@
 """`ragx status`: what the index holds, whether it is consistent, and how far the corpus drifted."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every parameter's annotation on each run, and
+# evaluating them from strings (compile + eval per parameter) costs milliseconds of each start-up.
 
 from typing import Annotated
 

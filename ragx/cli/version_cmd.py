@@ -1,6 +1,7 @@
 """`ragx --version`: the version and the effective models."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every parameter's annotation on each run, and
+# evaluating them from strings (compile + eval per parameter) costs milliseconds of each start-up.
 
 from typing import Annotated, Optional
 

@@ -14,11 +14,12 @@ import stat as stat_mod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import xxhash
-from pathspec import GitIgnoreSpec
+from ragx.ingest.filetypes import is_default_name
 
-from ragx.ingest.filetypes import is_default_type
+if TYPE_CHECKING:  # pathspec (~11 ms to import) loads only for a .gitignore or include/exclude globs
+    from pathspec import GitIgnoreSpec
 
 __all__ = [
     "ALWAYS_SKIPPED_DIRS",
@@ -90,6 +91,8 @@ class NotUTF8Error(UnicodeDecodeError):
 
 def hash_bytes(data: bytes) -> str:
     """Content hash used to detect changed files: xxh3-128, as 32 hex digits."""
+    import xxhash  # a drift check with no changed file never hashes
+
     return xxhash.xxh3_128_hexdigest(data)
 
 
@@ -119,7 +122,13 @@ def _reason(exc: OSError) -> str:
     return (exc.strerror or type(exc).__name__).lower()
 
 
-_Levels = tuple[tuple[str, GitIgnoreSpec], ...]  # (directory prefix "a/b/" or "", its .gitignore)
+_Levels = tuple[tuple[str, "GitIgnoreSpec"], ...]  # (directory prefix "a/b/" or "", its .gitignore)
+
+
+def _spec(lines) -> GitIgnoreSpec:
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(lines)
 
 
 def _ignored(rel: str, levels: _Levels) -> bool:
@@ -143,8 +152,8 @@ class _Walker:
         self.root_abs = os.path.abspath(root)
         self.root_real = os.path.realpath(root)
         self.root_prefix = self.root_real.rstrip(os.sep) + os.sep
-        self.include = GitIgnoreSpec.from_lines(settings.include) if settings.include else None
-        self.exclude = GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+        self.include = _spec(settings.include) if settings.include else None
+        self.exclude = _spec(settings.exclude) if settings.exclude else None
         self.out = Discovery()
 
     def problem(self, path: str, reason: str) -> None:
@@ -179,7 +188,7 @@ class _Walker:
             return levels
         lines = raw.decode("utf-8", errors="replace").splitlines()
         try:
-            spec = GitIgnoreSpec.from_lines(lines)
+            spec = _spec(lines)
         except Exception as exc:  # a malformed pattern must not stop the walk
             self.problem(rel_prefix + _GITIGNORE, f"unusable .gitignore: {exc}")
             return levels
@@ -205,12 +214,13 @@ class _Walker:
             name = entry.name
             if name[0] == ".":
                 continue  # dot-files and dot-directories (.git, .venv, .ragx, .gitignore...)
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                self.problem(rel_prefix + name.encode("utf-8", "surrogateescape").decode(
-                    "utf-8", "replace"), "file name is not valid UTF-8")
-                continue
+            if not name.isascii():  # an ASCII name is valid UTF-8: the common case skips the encode
+                try:
+                    name.encode("utf-8")
+                except UnicodeEncodeError:
+                    self.problem(rel_prefix + name.encode("utf-8", "surrogateescape").decode(
+                        "utf-8", "replace"), "file name is not valid UTF-8")
+                    continue
             rel = rel_prefix + name
             is_link = False
             try:
@@ -313,7 +323,7 @@ class _Walker:
         if self.include is not None:
             if not self.include.match_file(rel):
                 return False
-        elif not is_default_type(name):
+        elif not is_default_name(name):
             return False
         if self.exclude is not None and self.exclude.match_file(rel):
             return False

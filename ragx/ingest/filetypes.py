@@ -81,16 +81,16 @@ NAME_KINDS: dict[str, str] = {
 _NAME_PREFIXES = ("dockerfile", "makefile", "containerfile", "readme", "license", "licence")
 
 
-def _split_name(path: str) -> tuple[str, str]:
-    name = posixpath.basename(path).lower()
-    dot = name.rfind(".")
-    ext = name[dot + 1 :] if dot > 0 else ""
-    return name, ext
-
-
 def default_kind(path: str) -> str | None:
     """The kind of a file that ragx indexes by default, or None if it is not a default type."""
-    name, ext = _split_name(path)
+    return _name_kind(posixpath.basename(path))
+
+
+def _name_kind(name: str) -> str | None:
+    """default_kind of a bare file name (no directory part)."""
+    name = name.lower()
+    dot = name.rfind(".")
+    ext = name[dot + 1 :] if dot > 0 else ""
     kind = NAME_KINDS.get(name)
     if kind is not None:
         return kind
@@ -107,6 +107,11 @@ def default_kind(path: str) -> str | None:
 def is_default_type(path: str) -> bool:
     """True if a file with this name is indexed when no include globs are configured."""
     return default_kind(path) is not None
+
+
+def is_default_name(name: str) -> bool:
+    """is_default_type for a bare file name, as the corpus walk has it (no basename to take)."""
+    return _name_kind(name) is not None
 
 
 def kind_for_path(path: str) -> str:

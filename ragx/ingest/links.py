@@ -21,9 +21,9 @@ import re
 from urllib.parse import unquote
 
 from . import frontmatter
+from .link_kinds import ALIAS, EMBED, LINK, PATH_KINDS, TAG, WIKILINK
 
-LINK, WIKILINK, EMBED, TAG, ALIAS = "link", "wikilink", "embed", "tag", "alias"
-PATH_KINDS = (LINK, WIKILINK, EMBED)  # kinds whose target is a file path
+__all__ = ["ALIAS", "EMBED", "LINK", "PATH_KINDS", "TAG", "WIKILINK", "extract", "markdown_target", "wikilink_target"]
 
 _WIKI = re.compile(r"(?P<bang>!?)\[\[(?P<body>[^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*<?(?P<target>[^()\s<>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")

@@ -53,7 +53,6 @@ import mmap
 import os
 import re
 import sys
-import tempfile
 import time
 import uuid
 import warnings
@@ -132,6 +131,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    import tempfile  # writes are rare (a new model, a new fingerprint memo): not on a query's path
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -16,7 +16,6 @@ therefore runs int8 documents one text at a time, which measured as fast as batc
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +57,8 @@ def ensure_int8(fp32_path: str | os.PathLike[str], *, force: bool = False) -> Pa
 
 @contextlib.contextmanager
 def _quiet_root_logger() -> Iterator[None]:
+    import logging  # only while quantising: every embedder construction imports this module for PRECISIONS
+
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index.store import Store
-from ..ingest.links import TAG
+from ..ingest.link_kinds import TAG
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..index.store import Store
-from ..lookup import find_sorted
-from ..ingest.links import ALIAS, EMBED, LINK, TAG, WIKILINK
+from ..lookup import find_sorted, unique_ids
+from ..ingest.link_kinds import ALIAS, EMBED, LINK, TAG, WIKILINK
 
 # kinds as small integers, so that masks are integer comparisons: 0-2 name a path, 3 tag, 4 alias
 _KIND_CODES = {LINK: 0, WIKILINK: 1, EMBED: 2, TAG: 3, ALIAS: 4}
@@ -45,7 +45,7 @@ def _shared(file_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def file_link_pairs(store: Store, file_ids: np.ndarray) -> np.ndarray:
     """(m, 2) int64 pairs of linked files among `file_ids`, each unordered pair once (a < b)."""
-    ids = np.unique(np.asarray(file_ids, dtype=np.int64))
+    ids = unique_ids(np.asarray(file_ids, dtype=np.int64))
     if len(ids) < 2:
         return NO_PAIRS
     files, links = store.link_rows(ids.tolist())

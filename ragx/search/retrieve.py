@@ -15,6 +15,7 @@ from ..index.store import Store
 from ..lookup import find_sorted
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
+from ..lookup import unique_ids  # not np.unique: see there
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -92,7 +93,7 @@ def retrieval_pass(
         keep = np.isin(lex_all_ids, snap.ids[allowed])
         lex_all_ids, lex_all_scores = lex_all_ids[keep], lex_all_scores[keep]
     lexical_ids = lex_all_ids[: caps.lexical_n]
-    seed_ids = np.unique(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
+    seed_ids = unique_ids(np.concatenate([*dense_ids, lexical_ids, np.empty(0, np.int64)]))
     seed_rows = snap.positions(seed_ids)
     rows = _neighbourhood(snap, query_vecs[0], seed_rows, caps) if caps.hops > 0 else seed_rows
     if allowed is not None:
