@@ -12,10 +12,9 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
-from ..lookup import find_sorted
+from ..lookup import find_sorted, unique_ids  # unique_ids, not np.unique: see there
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
-from ..lookup import unique_ids  # not np.unique: see there
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -38,7 +37,7 @@ def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, cap
         if len(frontier) == 0:
             break
         _, nbr, _ = g.edges_of(frontier)
-        rows = np.unique(g.position(nbr))
+        rows = unique_ids(g.position(nbr))
         rows = rows[~reached[rows]]
         sims = cosines(snap.vectors, rows, query_vec)
         frontier = rows[sims >= caps.query_floor]
