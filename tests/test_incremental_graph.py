@@ -157,3 +157,40 @@ def test_graph_rows_of_a_delta_read_like_one_csr():
     assert [x.tolist() for x in after.all_edges()] == [[1, 1, 4], [2, 5, 5], [0.9, 0.6, 0.5]]
     compact = after.compacted()
     assert [x.tolist() for x in compact.all_edges()] == [x.tolist() for x in after.all_edges()] and len(compact.delta.ids) == 0
+
+
+def test_an_index_from_before_graph_deltas_reads_and_converts_on_its_next_run(corpus):
+    """A generation whose graph.npz has no row ids and a manifest without counts (older code)."""
+    import json
+
+    from ragx.index.snapshot import file_checksum
+
+    index(corpus)
+    folder, snap = current(corpus)
+    edges_before = graph_edges(snap)
+    rows = {name: np.array(getattr(snap.graph.base, name)) for name in ("indptr", "nbr", "weight")}  # copies: the file is mapped
+    del snap
+    with open(folder / "old.npz", "wb") as fh:  # the old layout: rows are the generation's live ids
+        np.savez(fh, **rows)
+    os.replace(folder / "old.npz", folder / GRAPH)
+    (folder / "graph-delta.npz").unlink()
+    db = sqlite3.connect(corpus / ".ragx" / "index.sqlite")
+    checksums = json.loads(db.execute("SELECT value FROM manifest WHERE key = 'checksums'").fetchone()[0])
+    checksums[GRAPH] = file_checksum(folder / GRAPH)
+    checksums.pop("graph-delta.npz")
+    db.execute("UPDATE manifest SET value = ? WHERE key = 'checksums'", (json.dumps(checksums),))
+    db.execute("DELETE FROM manifest WHERE key = 'counts'")
+    db.commit()
+    db.close()
+    assert graph_edges(current(corpus)[1]) == edges_before  # still reads
+    assert Corpus(corpus).status(deep=True)["consistent"]
+
+    edit(corpus, 0)
+    index(corpus)
+    folder, snap = current(corpus)
+    assert os.stat(folder / GRAPH).st_nlink == 1 and len(snap.graph.delta.ids) == 0  # converted: a new base
+    assert graph_edges(snap) == stored_edges(corpus)
+    edit(corpus, 2)
+    index(corpus)
+    assert os.stat(current(corpus)[0] / GRAPH).st_nlink == 2  # and linked from then on
+    assert Corpus(corpus).status(deep=True)["consistent"]
