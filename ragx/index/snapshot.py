@@ -8,8 +8,8 @@ Vectors are stored in float16: half the disk and half the page cache of float32,
 process maps the file instead of holding a copy (the rows it scores are read and widened to
 float32: retrieve.cosines, the exact rescoring of HNSW's candidates). Every vector is rounded to
 float16 as soon as it is made (plan.py), so the graph weights and the file hold the very same
-numbers whether a run is full or incremental. The HNSW index keeps its own float32 copy in memory
-(normalised again by hnswlib; it has no memory-mapped mode): about 1.7 kB per chunk at 384 dimensions.
+numbers whether a run is full or incremental. The HNSW file (usearch) holds the same float16 values
+and is memory-mapped by readers too (vectors.py).
     gen-NNNNNN/graph.npz     CSR adjacency of the similarity graph over the same rows
     gen-NNNNNN/vectors.hnsw  the ANN index over vectors.npy's rows (labels = chunk ids), loaded on first search
 
@@ -40,7 +40,7 @@ CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW = "chunks.npz", "vectors.npy", "delta.np
 FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, HNSW)
 OPTIONAL = (DELTA,)  # absent from generations written before it existed (they are converted on the next run)
 VECTOR_DTYPE = np.float16
-VECTORS_FORMAT = "float16+delta"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
+VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
 
 
 def as_stored(vectors: np.ndarray) -> np.ndarray:
