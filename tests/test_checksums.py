@@ -89,3 +89,29 @@ def test_non_finite_vectors_never_reach_json(corpus):
     with pytest.raises(CorruptIndexError, match="non-finite"):
         json.dumps(Corpus(corpus).query(QUERY), allow_nan=False)
     assert not Corpus(corpus).status(deep=True)["consistent"]
+
+
+def test_a_query_hashes_only_the_files_changed_since_the_writer_hashed_them(corpus, monkeypatch):
+    """A query trusts a file whose identity (inode, size, times) is the one recorded at commit;
+    any write moves its change time, so a damaged file is hashed (and refused); --deep hashes all."""
+    import os
+
+    import ragx.index.snapshot as snapshot
+
+    hashed: list[str] = []
+    real = snapshot.file_checksum
+    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    Corpus(corpus).query(QUERY)
+    assert hashed == []
+    gen = _gen(corpus)
+    os.utime(gen / "graph.npz")  # same bytes, new times: hashed again, and fine
+    Corpus(corpus).query(QUERY)
+    assert hashed == ["graph.npz"]
+    hashed.clear()
+    _damage(gen / VECTORS_NPY, offset=1000)
+    with pytest.raises(CorruptIndexError, match="vectors.npy"):
+        Corpus(corpus).query(QUERY)
+    assert set(hashed) == {"graph.npz", VECTORS_NPY}  # (the searcher tries a generation twice)
+    hashed.clear()
+    assert not Corpus(corpus).status(deep=True)["consistent"]
+    assert set(hashed) == set(FILES)

@@ -32,6 +32,7 @@ import numpy as np
 import xxhash
 
 from ..errors import CorruptIndexError
+from . import verified
 from .graph import Graph
 from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
@@ -77,7 +78,10 @@ def damaged(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ..
     return out
 
 
-def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES) -> None:
+def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES, *, trust_unchanged: bool = False) -> None:
+    """`trust_unchanged` (queries): skip files unchanged since the writer hashed them (verified.py)."""
+    if trust_unchanged and checksums:
+        names = tuple(n for n in names if n not in verified.unchanged(folder, checksums, names))
     bad = damaged(folder, checksums, names)
     if bad:
         raise CorruptIndexError(f"{', '.join(bad)} in {folder} fail their checksums (damaged): {HINT}")
@@ -117,7 +121,7 @@ class Snapshot:
         """`with_ann`: also load the HNSW file now, so the snapshot never reads its folder again
         (a writer may delete an old generation's folder while a reader still uses it).
         `checksums`: the manifest's; every file is verified against them before it is trusted."""
-        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH))
+        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH), trust_unchanged=with_ann)
         try:
             ids, file_ids, stored = _read_vectors(folder)
             graph = Graph(ids, *mapped_npz(folder / GRAPH, ("indptr", "nbr", "weight")))
@@ -178,6 +182,7 @@ class Snapshot:
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
                 checksums[name] = file_checksum(tmp / name)
+        verified.record(tmp, checksums)
         if target.exists():  # an orphan of a run that crashed before its commit
             shutil.rmtree(target)
         os.replace(tmp, target)

@@ -227,7 +227,11 @@ class VectorIndex:
 
     def save(self, path: Path) -> None:
         """Write the index as a usearch file (a mapped or hnswlib index is loaded/converted first)."""
-        self._writable().save(str(path))
+        index = self._writable()
+        try:
+            index.save(str(path))
+        except RuntimeError as exc:  # usearch's word for a failed write (a full disk, a size limit)
+            raise OSError(f"writing {path} failed ({exc})") from None
 
 
 def _stack(rows: Any, dim: int) -> np.ndarray:
