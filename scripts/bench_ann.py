@@ -230,6 +230,25 @@ def _child(*args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def table(rows: list[dict]) -> str:
+    """The open steps as a markdown table (cold = the file evicted from the page cache first)."""
+    head = ("| backend | mode | ef | cache | open (import) | first query | warm p50/p95 | recall@10/@100 | graph recall@10 (ef 64) | "
+            "RSS anon/file after open | after 100 queries |\n|" + "---|" * 11)
+    lines = [head]
+    for r in rows:
+        if "backend" not in r:
+            continue
+        lines.append(
+            f"| {r['backend']} | {'view' if r['view'] else 'load'} | {r['ef']} | {'cold' if r['evicted'] else 'warm'} "
+            f"| {r['open_s'] * 1000:.0f} ms ({r['import_s'] * 1000:.0f} ms) | {r['first_query_ms']:.1f} ms "
+            f"| {r['warm_p50_ms']:.2f} / {r['warm_p95_ms']:.2f} ms | {r['recall@10']:.4f} / {r['recall@100']:.4f} "
+            f"| {r['graph_recall@10']:.4f} | {r['rss_open']['anon_mb']:.0f} / {r['rss_open']['file_mb']:.0f} MB "
+            f"| {r['rss_after_100']['anon_mb']:.0f} / {r['rss_after_100']['file_mb']:.0f} MB |")
+    builds = [f"{r['build']}: build {r['build_s']:.1f} s, file {r['file_mb']:.0f} MB, peak RSS {r['peak_rss_mb']:.0f} MB"
+              for r in rows if "build" in r]
+    return "\n".join(lines + [""] + builds)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
@@ -237,10 +256,15 @@ def main() -> None:
     ap.add_argument("--vectors", help="a ragx vectors.npy to take the first N rows of (else generate)")
     ap.add_argument("--backends", nargs="+", default=["hnswlib", "usearch-f16"])
     ap.add_argument("--usearch-ef", type=int, nargs="+", default=[100, 200, 300])
-    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--skip-build", action="store_true", help="reuse the data and index files of an earlier run")
+    ap.add_argument("--keep-data", action="store_true", help="reuse the data of an earlier run, build again")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--table", type=Path, help="print the markdown table of a saved --out file and stop")
     ap.add_argument("--step", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return
     if args.step:
         kind, rest = args.step[0], args.step[1:]
         if kind == "prepare":
@@ -255,8 +279,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     if not args.skip_build:
-        rows.append(_child("--step", "prepare", str(args.n), str(work), *([args.vectors] if args.vectors else [])))
-        print(json.dumps(rows[-1]), flush=True)
+        if not (args.keep_data and (work / "queries.npz").exists()):
+            rows.append(_child("--step", "prepare", str(args.n), str(work), *([args.vectors] if args.vectors else [])))
+            print(json.dumps(rows[-1]), flush=True)
         for backend in args.backends:
             rows.append({"build": backend} | _child("--step", "build", str(work), backend))
             print(json.dumps(rows[-1]), flush=True)
@@ -272,6 +297,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
+    print(table(rows))
 
 
 if __name__ == "__main__":

@@ -145,3 +145,14 @@ def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
         got = mapped_npz(tmp_path / "x.npz", tuple(arrays))
         assert all(np.array_equal(g, a) for g, a in zip(got, arrays.values()))
         assert isinstance(got[0], np.memmap) == (save is np.savez)
+
+
+def test_onnxruntime_still_loads_after_the_ann_library_in_one_process():
+    """A long-lived process (MCP, the lab) may search, then embed: loading onnxruntime after usearch
+    must not crash (usearch 2.26 made it segfault; pyproject pins below it)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    done = subprocess.run([sys.executable, "-c", "import usearch.index, onnxruntime"], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-400:]
