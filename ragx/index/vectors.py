@@ -75,14 +75,14 @@ class VectorIndex:
     @classmethod
     def load(cls, path: Path, dim: int, extra_capacity: int = 0) -> "VectorIndex":
         """The file mapped read-only; the first `add` or `remove` loads it writable."""
+        if _Hnswlib.recognises(path):  # (a usearch file starts with its matrix's nonzero shape)
+            return cls(_Hnswlib.load(path, dim), dim)
         from usearch.index import Index
 
         try:
             index = Index.restore(str(path), view=True)
         except (ValueError, RuntimeError) as exc:  # usearch's words for a file it cannot read
-            if not _Hnswlib.recognises(path):
-                raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
-            return cls(_Hnswlib.load(path, dim), dim)
+            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
         if index is None or index.ndim != dim:
             raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): run `ragx index --full`")
         return cls(index, dim, path)
