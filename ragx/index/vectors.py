@@ -131,7 +131,8 @@ class VectorIndex:
 
     @property
     def stored(self) -> int:
-        """Elements held, deleted ones included (they still cost memory and search time)."""
+        """Elements held, deleted ones included (they still cost memory and search time); counted
+        over every node, so for index runs only (a mapped file would be read whole)."""
         return int(self.index.stats.nodes)
 
     def get(self, ids: np.ndarray) -> np.ndarray:
@@ -182,7 +183,7 @@ class VectorIndex:
     def _ann_nearest(self, rows: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best visible entries per row (-1 / -inf where fewer exist): hidden entries are
         filtered out, rows they leave short are asked again for twice as many."""
-        stored = self.stored
+        stored = len(self.index)  # entries a search can return (not `stored`: counting slots reads every node)
         ids = np.full((len(rows), k), -1, np.int64)
         sims = np.full((len(rows), k), -np.inf)
         todo, fetch = np.arange(len(rows)), min(stored, k + (min(len(self.hidden), max(HIDDEN_MARGIN, k // 4)) if len(self.hidden) else 0))
