@@ -53,6 +53,7 @@ class VectorIndex:
         self.index = index                                  # usearch Index, or a _Hnswlib (an older file)
         self.dim = dim
         self._mapped = path                                 # the file `index` maps read-only (None: in memory)
+        self._has_keys = path is None                       # a mapped file is opened without its key table
         self.hidden = np.empty(0, np.int64)                 # sorted ids the mapped file holds but no longer serves
         self.delta_ids = np.empty(0, np.int64)              # chunks added since the file was written
         self.delta = np.empty((0, dim), np.float32)         # their unit vectors (searched exactly)
@@ -79,8 +80,8 @@ class VectorIndex:
             return cls(_Hnswlib.load(path, dim), dim)
         from usearch.index import Index
 
-        try:
-            index = Index.restore(str(path), view=True)
+        try:  # without the key table (built by reading every node): only `get` needs it (_keyed)
+            index = Index.restore(str(path), view=True, enable_key_lookups=False)
         except (ValueError, RuntimeError) as exc:  # usearch's words for a file it cannot read
             raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
         if index is None or index.ndim != dim:
@@ -110,6 +111,13 @@ class VectorIndex:
             loaded.remove(self.hidden, threads=_threads())
             self.index, self._mapped, self.hidden = loaded, None, np.empty(0, np.int64)
         return self.index
+
+    def _keyed(self) -> None:
+        """A mapped file opened again with its key table, which `get` needs and a search does not."""
+        if self._mapped is not None and not self._has_keys:
+            from usearch.index import Index
+
+            self.index, self._has_keys = Index.restore(str(self._mapped), view=True), True
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids) == 0:
@@ -143,6 +151,7 @@ class VectorIndex:
         out[in_delta] = self.delta[pos[in_delta]]
         rest = ids[~in_delta]
         if len(rest):
+            self._keyed()
             missing = ~np.asarray(self.index.contains(rest), dtype=bool) | find_sorted(self.hidden, rest)[1]
             if missing.any():
                 raise KeyError(f"{int(missing.sum())} chunk ids have no vector in the ANN index, e.g. {int(rest[missing][0])}")
