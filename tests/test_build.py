@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -213,7 +214,7 @@ def test_deep_status_finds_a_vector_missing_from_hnsw(corpus):
     v.save(snap.folder / "vectors.hnsw")
     assert Corpus(corpus).status()["consistent"]  # the quick check reads ids and shapes only
     deep = Corpus(corpus).status(deep=True)
-    assert not deep["consistent"] and "fail their checksums" in deep["problems"][0]  # caught before hnswlib reads it
+    assert not deep["consistent"] and "fail their checksums" in deep["problems"][0]  # caught before the ANN file is read
 
 
 def test_full_rebuild_repairs_damaged_arrays(corpus):
@@ -239,10 +240,10 @@ def test_vectors_are_stored_in_float16_and_mapped_and_an_older_index_converts_wi
     store = Store(layout.db, readonly=True)
     manifest = store.manifest()
     store.close()
-    assert manifest["vectors"] == "float16+delta"
+    assert manifest["vectors"] == "float16+delta+usearch"
     snap = Snapshot.load(layout.gen(manifest["generation"]), checksums=manifest["checksums"])
     assert snap.vectors.dtype == np.float16 and isinstance(snap.vectors, np.memmap)
-    # The HNSW copy (float32, normalised again by hnswlib) differs from the file only by that rounding.
+    # The HNSW file (usearch) holds the same float16 values; `get` widens and normalises them.
     assert np.allclose(snap.vindex.get(snap.ids), np.asarray(snap.vectors, dtype=np.float32), atol=2e-3)
     edges = graph_by_location(corpus)
     # An index written before (float32 vectors: no "vectors" key) is rebuilt once, reusing every vector.
@@ -253,3 +254,40 @@ def test_vectors_are_stored_in_float16_and_mapped_and_an_older_index_converts_wi
     report, emb = index(corpus)
     assert report.full is False and report.embedded_chunks == 0 and report.reused_chunks == report.chunks == first.chunks
     assert graph_by_location(corpus) == edges
+
+
+def test_an_index_whose_ann_file_hnswlib_wrote_still_answers_and_the_next_run_converts_it(corpus, fake_model):
+    """An index written before the usearch file: queries read the hnswlib file as they did; the next
+    index run (the manifest's older "vectors" format) writes a usearch file without embedding anything."""
+    import hnswlib
+    import numpy as np
+
+    from ragx.index.snapshot import HNSW, file_checksum
+
+    first, _ = index(corpus)
+    query = "flour butter oven bread"
+    before = Corpus(corpus).query(query)
+    layout = Layout(corpus)
+    db = sqlite3.connect(layout.db)
+    manifest = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM manifest")}
+    folder = layout.gen(int(manifest["generation"]))
+    snap = Snapshot.load(folder)
+    old = hnswlib.Index(space="cosine", dim=snap.vectors.shape[1])  # what ragx wrote before
+    old.init_index(max_elements=len(snap.ids), ef_construction=200, M=16)
+    old.add_items(np.asarray(snap.vectors, dtype=np.float32), snap.ids)
+    (folder / HNSW).unlink()  # a hard link the next generation may share: replace, never write through
+    old.save_index(str(folder / HNSW))
+    manifest["checksums"][HNSW] = file_checksum(folder / HNSW)
+    with db:
+        db.execute("UPDATE manifest SET value = ? WHERE key = 'checksums'", (json.dumps(manifest["checksums"]),))
+        db.execute("UPDATE manifest SET value = ? WHERE key = 'vectors'", (json.dumps("float16+delta"),))
+    db.close()
+    assert Corpus(corpus).status(deep=True)["consistent"]
+    assert [r["chunk_id"] for r in Corpus(corpus).query(query)["results"]] == [r["chunk_id"] for r in before["results"]]
+    report, _ = index(corpus)
+    assert report.embedded_chunks == 0 and report.reused_chunks == first.chunks
+    new_folder = sorted((corpus / ".ragx").glob("gen-*"))[-1]
+    from usearch.index import Index
+
+    assert Index.metadata(str(new_folder / HNSW))["count_present"] == first.chunks
+    assert [r["text"] for r in Corpus(corpus).query(query)["results"]] == [r["text"] for r in before["results"]]

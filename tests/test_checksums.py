@@ -89,3 +89,46 @@ def test_non_finite_vectors_never_reach_json(corpus):
     with pytest.raises(CorruptIndexError, match="non-finite"):
         json.dumps(Corpus(corpus).query(QUERY), allow_nan=False)
     assert not Corpus(corpus).status(deep=True)["consistent"]
+
+
+def test_a_query_hashes_only_the_files_changed_since_the_writer_hashed_them(corpus, monkeypatch):
+    """A query trusts a file whose identity (inode, size, modification time) is the one recorded at
+    commit; a write moves it, so a damaged file is hashed (and refused); --deep hashes all."""
+    import os
+
+    import ragx.index.snapshot as snapshot
+
+    hashed: list[str] = []
+    real = snapshot.file_checksum
+    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    Corpus(corpus).query(QUERY)
+    assert hashed == []
+    gen = _gen(corpus)
+    os.utime(gen / "graph.npz")  # same bytes, new times: hashed again, and fine
+    Corpus(corpus).query(QUERY)
+    assert hashed == ["graph.npz"]
+    hashed.clear()
+    _damage(gen / VECTORS_NPY, offset=1000)
+    with pytest.raises(CorruptIndexError, match="vectors.npy"):
+        Corpus(corpus).query(QUERY)
+    assert set(hashed) == {"graph.npz", VECTORS_NPY}  # (the searcher tries a generation twice)
+    hashed.clear()
+    assert not Corpus(corpus).status(deep=True)["consistent"]
+    assert set(hashed) == set(FILES)
+
+
+def test_incremental_runs_that_link_and_prune_shared_files_leave_them_trusted(corpus, monkeypatch):
+    """Generations share vectors.npy / vectors.hnsw / graph.npz by hard links and older ones are
+    deleted: neither touches a byte, so a query after such runs hashes nothing again."""
+    import ragx.index.snapshot as snapshot
+
+    for n in range(3):  # the third run deletes the first's folder, whose links the last one shares
+        (corpus / "notes.txt").write_text(f"A new note about sails, edit {n}.\n", encoding="utf-8")
+        run_index(corpus, load_settings(corpus), HashEmbedder())
+    gen = _gen(corpus)
+    assert (gen / VECTORS_NPY).stat().st_nlink > 1  # (the test is only meaningful with shared files)
+    hashed: list[str] = []
+    real = snapshot.file_checksum
+    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    Corpus(corpus).query(QUERY)
+    assert hashed == []

@@ -82,15 +82,20 @@ def test_a_change_beyond_the_budget_compacts(tmp_path, monkeypatch):
     assert Corpus(tmp_path).status(deep=True)["consistent"]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_hnsw_with_a_delta_finds_what_exact_search_finds(seed):
+@pytest.mark.parametrize("seed,mapped", [(0, False), (1, False), (0, True), (1, True)])
+def test_hnsw_with_a_delta_finds_what_exact_search_finds(seed, mapped, tmp_path):
+    """In memory the dead are removed; in a mapped (read-only) file they are filtered out of results."""
     rng = np.random.default_rng(seed)
     vecs = rng.normal(size=(300, 16)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     ids = np.arange(1, 301, dtype=np.int64)
     base, delta = ids[:250], ids[250:]
     dead = base[::7]
-    index = VectorIndex.build(base, vecs[:250]).attach(dead, delta, vecs[250:], len(base) - len(dead))
+    index = VectorIndex.build(base, vecs[:250])
+    if mapped:
+        index.save(tmp_path / HNSW)
+        index = VectorIndex.load(tmp_path / HNSW, 16)
+    index.attach(dead, delta, vecs[250:], len(base) - len(dead))
     live = np.setdiff1d(ids, dead)
     queries = rng.normal(size=(20, 16)).astype(np.float32)
     exact_sims = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ vecs[live - 1].T
@@ -100,6 +105,34 @@ def test_hnsw_with_a_delta_finds_what_exact_search_finds(seed):
     found, sims = index.search(queries[0], 10, len(live))
     assert set(found.tolist()) == set(exact[0].tolist()) and np.all(np.diff(sims) <= 1e-6)
     assert not set(found.tolist()) & set(dead.tolist())
+
+
+def test_a_mapped_index_changes_only_in_memory_and_saves_what_it_serves(tmp_path):
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(200, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = np.arange(1, 201, dtype=np.int64)
+    VectorIndex.build(ids[:150], vecs[:150]).save(tmp_path / "a.hnsw")
+    before = (tmp_path / "a.hnsw").read_bytes()
+    index = VectorIndex.load(tmp_path / "a.hnsw", 16).attach(ids[:10], np.empty(0, np.int64), np.empty((0, 16)), 140)
+    with pytest.raises(KeyError):
+        index.get(ids[:1])  # hidden
+    assert np.allclose(index.get(ids[10:150]), vecs[10:150], atol=2e-3)  # float16 storage
+    index.add(ids[150:], vecs[150:])  # the first change loads the file into memory, hidden ids removed
+    index.save(tmp_path / "b.hnsw")
+    assert (tmp_path / "a.hnsw").read_bytes() == before  # the mapped file is never written through
+    again = VectorIndex.load(tmp_path / "b.hnsw", 16)
+    found = again.knn_batch(vecs[:20], 5, ef=100)
+    assert not np.isin(found, ids[:10]).any() and np.isin(found, ids[10:]).all()
+    assert np.allclose(again.get(ids[10:]), vecs[10:], atol=2e-3)
+
+
+def test_a_damaged_ann_file_is_refused_in_one_line(tmp_path):
+    from ragx.errors import CorruptIndexError
+
+    (tmp_path / HNSW).write_bytes(b"not an index at all" * 10)
+    with pytest.raises(CorruptIndexError, match="run `ragx index --full`"):
+        VectorIndex.load(tmp_path / HNSW, 16)
 
 
 def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
@@ -112,3 +145,14 @@ def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
         got = mapped_npz(tmp_path / "x.npz", tuple(arrays))
         assert all(np.array_equal(g, a) for g, a in zip(got, arrays.values()))
         assert isinstance(got[0], np.memmap) == (save is np.savez)
+
+
+def test_onnxruntime_still_loads_after_the_ann_library_in_one_process():
+    """A long-lived process (MCP, the lab) may search, then embed: loading onnxruntime after usearch
+    must not crash (usearch 2.26 made it segfault; pyproject pins below it)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    done = subprocess.run([sys.executable, "-c", "import usearch.index, onnxruntime"], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-400:]

@@ -8,8 +8,8 @@ Vectors are stored in float16: half the disk and half the page cache of float32,
 process maps the file instead of holding a copy (the rows it scores are read and widened to
 float32: retrieve.cosines, the exact rescoring of HNSW's candidates). Every vector is rounded to
 float16 as soon as it is made (plan.py), so the graph weights and the file hold the very same
-numbers whether a run is full or incremental. The HNSW index keeps its own float32 copy in memory
-(normalised again by hnswlib; it has no memory-mapped mode): about 1.7 kB per chunk at 384 dimensions.
+numbers whether a run is full or incremental. The HNSW file (usearch) holds the same float16 values
+and is memory-mapped by readers too (vectors.py).
     gen-NNNNNN/graph.npz     CSR rows of the similarity graph (ids, indptr, nbr, weight): the base
     gen-NNNNNN/graph-delta.npz  the rows changed since graph.npz was written (graph.py: Graph)
     gen-NNNNNN/vectors.hnsw  the ANN index over vectors.npy's rows (labels = chunk ids), loaded on first search
@@ -35,6 +35,7 @@ import numpy as np
 import xxhash
 
 from ..errors import CorruptIndexError
+from . import verified
 from .graph import Adjacency, Graph
 from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
@@ -45,7 +46,7 @@ FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW)
 OPTIONAL = (DELTA, GRAPH_DELTA)  # absent from generations written before they existed (converted on the next run)
 GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16
-VECTORS_FORMAT = "float16+delta"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
+VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
 
 
 def as_stored(vectors: np.ndarray) -> np.ndarray:
@@ -107,7 +108,10 @@ def damaged(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ..
     return out
 
 
-def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES) -> None:
+def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES, *, trust_unchanged: bool = False) -> None:
+    """`trust_unchanged` (queries): skip files unchanged since the writer hashed them (verified.py)."""
+    if trust_unchanged and checksums:
+        names = tuple(n for n in names if n not in verified.unchanged(folder, checksums, names))
     bad = damaged(folder, checksums, names)
     if bad:
         raise CorruptIndexError(f"{', '.join(bad)} in {folder} fail their checksums (damaged): {HINT}")
@@ -147,7 +151,7 @@ class Snapshot:
         """`with_ann`: also load the HNSW file now, so the snapshot never reads its folder again
         (a writer may delete an old generation's folder while a reader still uses it).
         `checksums`: the manifest's; every file is verified against them before it is trusted."""
-        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA))
+        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA), trust_unchanged=with_ann)
         try:
             ids, file_ids, stored = _read_vectors(folder)
             graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
@@ -228,6 +232,7 @@ class Snapshot:
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
                 checksums[name] = file_checksum(tmp / name)
+        verified.record(tmp, checksums)
         if target.exists():  # an orphan of a run that crashed before its commit
             shutil.rmtree(target)
         os.replace(tmp, target)

@@ -1,18 +1,29 @@
-"""Chunk vectors in hnswlib (cosine). Labels are chunk ids.
+"""Chunk vectors in an HNSW index (usearch: cosine, float16, the very values of vectors.npy). Labels are chunk ids.
+
+A reader maps the file (usearch's "view") instead of loading it: opening costs milliseconds and a
+search reads only the pages of the nodes and vectors it visits, as clean page cache shared by every
+reader. hnswlib, used before, has no such mode: at 1M chunks it read its whole 1.6 GB file into
+private memory in ~1.7 s before the first answer (scripts/bench_ann.py). A writer's first change
+(`add`, `remove`) loads the file into memory, writable.
 
 A generation's HNSW file is written only when its base vectors are (snapshot.py): between two such
 writes the same file is hard-linked into each new generation, and the index loaded from it is told
-what changed since (`attach`): chunks deleted since are marked deleted in memory, and chunks added
-since (the delta, a few percent of the index at most) are searched exactly and merged by cosine.
-So an incremental run never rewrites the HNSW file for a small change.
+what changed since (`attach`): chunks deleted since are hidden (a mapped file cannot change, so
+they are filtered out of the results, which ask for a few more to make up for them), and chunks
+added since (the delta, a few percent of the index at most) are searched exactly and merged by
+cosine. So an incremental run never rewrites the HNSW file for a small change.
+
+A file written by hnswlib (ragx before the usearch index) is still read, whole, until the next
+index run replaces it (snapshot.VECTORS_FORMAT); a change to it converts it.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
+from typing import Any
 
-import hnswlib
 import numpy as np
 
 from ..errors import CorruptIndexError
@@ -20,48 +31,62 @@ from ..lookup import find_sorted
 
 M = 16
 EF_CONSTRUCTION = 200
-EF_SEARCH = 200
+EF_SEARCH = 250  # usearch at 250 matches hnswlib's recall at 200 on the scale benchmark (bench_ann.py)
 EF_GRAPH = 64  # candidate list when the graph asks for every chunk's neighbours (recall: bench_scale.py)
 DELTA_BLOCK = 512  # query rows per exact product with the delta: 512 x 20k float32 = 40 MB
+SCALAR = "f16"  # vectors are stored float16 (snapshot.VECTOR_DTYPE): the index holds them without loss
+HIDDEN_MARGIN = 16  # extra results asked for per row when some stored chunks are hidden
+
+
+def _threads() -> int:
+    return os.cpu_count() or 1
+
+
+def _new_index(dim: int) -> Any:
+    from usearch.index import Index
+
+    return Index(ndim=dim, metric="cos", dtype=SCALAR, connectivity=M, expansion_add=EF_CONSTRUCTION, expansion_search=EF_SEARCH)
 
 
 class VectorIndex:
-    def __init__(self, index: hnswlib.Index, dim: int):
-        self.index = index
+    def __init__(self, index: Any, dim: int, path: Path | None = None):
+        self.index = index                                  # usearch Index, or a _Hnswlib (an older file)
         self.dim = dim
-        self.delta_ids = np.empty(0, np.int64)             # chunks added since the file was written
+        self._mapped = path                                 # the file `index` maps read-only (None: in memory)
+        self._has_keys = path is None                       # a mapped file is opened without its key table
+        self.hidden = np.empty(0, np.int64)                 # sorted ids the mapped file holds but no longer serves
+        self.delta_ids = np.empty(0, np.int64)              # chunks added since the file was written
         self.delta = np.empty((0, dim), np.float32)         # their unit vectors (searched exactly)
         self.indexed_live: int | None = None                # live elements of the HNSW part, when known
 
     def attach(self, dead: np.ndarray, delta_ids: np.ndarray, delta_vecs: np.ndarray, indexed_live: int) -> "VectorIndex":
         """What changed since the file was written: `dead` ids are hidden, `delta_ids` searched exactly."""
-        self.remove(dead)
+        self._hide(dead)
         vecs = np.asarray(delta_vecs, dtype=np.float32).reshape(-1, self.dim)
-        self.delta = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)  # as hnswlib normalises
+        self.delta = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         self.delta_ids = np.asarray(delta_ids, dtype=np.int64)
         self.indexed_live = indexed_live
         return self
 
     @classmethod
     def empty(cls, dim: int, capacity: int) -> "VectorIndex":
-        index = hnswlib.Index(space="cosine", dim=dim)
-        index.init_index(max_elements=max(capacity, 16), ef_construction=EF_CONSTRUCTION, M=M)
-        index.set_ef(EF_SEARCH)
-        index.set_num_threads(os.cpu_count() or 1)
-        return cls(index, dim)
+        """A new in-memory index (usearch grows as it adds: `capacity` needs no reservation)."""
+        return cls(_new_index(dim), dim)
 
     @classmethod
     def load(cls, path: Path, dim: int, extra_capacity: int = 0) -> "VectorIndex":
-        index = hnswlib.Index(space="cosine", dim=dim)
-        try:
-            index.load_index(str(path), max_elements=0)
-        except RuntimeError as exc:  # hnswlib's word for a damaged or truncated file
+        """The file mapped read-only; the first `add` or `remove` loads it writable."""
+        if _Hnswlib.recognises(path):  # (a usearch file starts with its matrix's nonzero shape)
+            return cls(_Hnswlib.load(path, dim), dim)
+        from usearch.index import Index
+
+        try:  # without the key table (built by reading every node): only `get` needs it (_keyed)
+            index = Index.restore(str(path), view=True, enable_key_lookups=False)
+        except (ValueError, RuntimeError) as exc:  # usearch's words for a file it cannot read
             raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
-        if extra_capacity:
-            index.resize_index(index.get_current_count() + extra_capacity)
-        index.set_ef(EF_SEARCH)
-        index.set_num_threads(os.cpu_count() or 1)
-        return cls(index, dim)
+        if index is None or index.ndim != dim:
+            raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): run `ragx index --full`")
+        return cls(index, dim, path)
 
     @classmethod
     def build(cls, ids: np.ndarray, vectors: np.ndarray) -> "VectorIndex":
@@ -69,31 +94,69 @@ class VectorIndex:
         made.add(ids, vectors)
         return made
 
+    def _writable(self) -> Any:
+        """The index in memory, changeable: a mapped file is loaded, an hnswlib one converted."""
+        if isinstance(self.index, _Hnswlib):
+            ids = self.index.labels()
+            ids = ids[~find_sorted(self.hidden, ids)[1]]
+            converted = _new_index(self.dim)
+            converted.add(ids, self.index.vectors(ids), threads=_threads())
+            self.index, self.hidden = converted, np.empty(0, np.int64)
+        elif self._mapped is not None:
+            from usearch.index import Index
+
+            loaded = Index.restore(str(self._mapped), view=False)
+            if loaded is None:
+                raise CorruptIndexError(f"ANN index {self._mapped} vanished while mapped: run `ragx index --full`")
+            loaded.remove(self.hidden, threads=_threads())
+            self.index, self._mapped, self.hidden = loaded, None, np.empty(0, np.int64)
+        return self.index
+
+    def _keyed(self) -> None:
+        """A mapped file opened again with its key table, which `get` needs and a search does not."""
+        if self._mapped is not None and not self._has_keys:
+            from usearch.index import Index
+
+            self.index, self._has_keys = Index.restore(str(self._mapped), view=True), True
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids) == 0:
             return
-        need = self.index.get_current_count() + len(ids)
-        if need > self.index.get_max_elements():
-            self.index.resize_index(need)
-        self.index.add_items(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
+        self._writable().add(np.asarray(ids, dtype=np.int64), np.ascontiguousarray(vectors, dtype=np.float32), threads=_threads())
 
     def remove(self, ids: np.ndarray) -> None:
-        for label in np.asarray(ids, dtype=np.int64).tolist():  # hnswlib marks one label per call
-            self.index.mark_deleted(label)
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids):
+            self._writable().remove(ids, threads=_threads())
+
+    def _hide(self, ids: np.ndarray) -> None:
+        """Remove where the index is in memory; filter out of results where it is mapped."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._mapped is None and not isinstance(self.index, _Hnswlib):
+            self.remove(ids)
+        elif len(ids):
+            self.hidden = np.union1d(self.hidden, ids)
 
     @property
     def stored(self) -> int:
-        """Elements held, deleted ones included (they still cost memory and search time)."""
-        return self.index.get_current_count()
+        """Elements held, deleted ones included (they still cost memory and search time); counted
+        over every node, so for index runs only (a mapped file would be read whole)."""
+        return int(self.index.stats.nodes)
 
     def get(self, ids: np.ndarray) -> np.ndarray:
-        """Unit vectors for `ids` (hnswlib normalises on insert in cosine space), float32 (n, dim)."""
+        """Unit vectors for `ids`, float32 (n, dim); KeyError when one is not held (or hidden)."""
         ids = np.asarray(ids, dtype=np.int64)
         out = np.empty((len(ids), self.dim), np.float32)
         pos, in_delta = find_sorted(self.delta_ids, ids)
         out[in_delta] = self.delta[pos[in_delta]]
-        if (~in_delta).any():
-            out[~in_delta] = self.index.get_items(ids[~in_delta], return_type="numpy")
+        rest = ids[~in_delta]
+        if len(rest):
+            self._keyed()
+            missing = ~np.asarray(self.index.contains(rest), dtype=bool) | find_sorted(self.hidden, rest)[1]
+            if missing.any():
+                raise KeyError(f"{int(missing.sum())} chunk ids have no vector in the ANN index, e.g. {int(rest[missing][0])}")
+            got = _stack(self.index.get(rest, dtype="f32"), self.dim)
+            out[~in_delta] = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)
         return out
 
     def search(self, query: np.ndarray, k: int, live: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,22 +164,22 @@ class VectorIndex:
         k = min(k, live)
         if k <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        self.index.set_ef(max(EF_SEARCH, k))
-        labels, sims = self._nearest(np.asarray(query, dtype=np.float32).reshape(1, -1), k, live - len(self.delta_ids))
-        return labels[0], sims[0].astype(np.float32)
+        rows = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        labels, sims = self._nearest(rows, k, live - len(self.delta_ids), EF_SEARCH)
+        keep = labels[0] >= 0
+        return labels[0][keep], sims[0][keep].astype(np.float32)
 
     def knn_batch(self, vectors: np.ndarray, k: int, ef: int = 0) -> np.ndarray:
-        """The k nearest stored chunk ids of each row of `vectors` (graph building), int64 (rows, k)."""
-        self.index.set_ef(max(ef or EF_GRAPH, k))
-        indexed = self.indexed_live if self.indexed_live is not None else self.index.get_current_count()
-        return self._nearest(np.ascontiguousarray(vectors, dtype=np.float32), k, indexed)[0]
+        """The k nearest stored chunk ids of each row of `vectors` (graph building), int64 (rows, k);
+        -1 fills a row the index could not fill (only when k approaches the number of chunks)."""
+        indexed = self.indexed_live if self.indexed_live is not None else len(self.index) - len(self.hidden)
+        return self._nearest(np.ascontiguousarray(vectors, dtype=np.float32), k, indexed, ef or EF_GRAPH)[0]
 
-    def _nearest(self, rows: np.ndarray, k: int, indexed_live: int) -> tuple[np.ndarray, np.ndarray]:
+    def _nearest(self, rows: np.ndarray, k: int, indexed_live: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, cosines) of the k best per row: HNSW's candidates merged with the exact delta's."""
         kh = min(k, max(indexed_live, 0))
         if kh > 0:
-            labels, dist = self.index.knn_query(rows, k=kh)
-            ids, sims = labels.astype(np.int64), 1.0 - dist.astype(np.float64)
+            ids, sims = self._ann_nearest(rows, kh, ef)
         else:
             ids, sims = np.empty((len(rows), 0), np.int64), np.empty((len(rows), 0))
         if not len(self.delta_ids):
@@ -125,6 +188,40 @@ class VectorIndex:
         ids, sims = np.concatenate([ids, did], axis=1), np.concatenate([sims, dsims], axis=1)
         order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
         return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
+
+    def _ann_nearest(self, rows: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best visible entries per row (-1 / -inf where fewer exist): hidden entries are
+        filtered out, rows they leave short are asked again for twice as many."""
+        stored = len(self.index)  # entries a search can return (not `stored`: counting slots reads every node)
+        ids = np.full((len(rows), k), -1, np.int64)
+        sims = np.full((len(rows), k), -np.inf)
+        todo, fetch = np.arange(len(rows)), min(stored, k + (min(len(self.hidden), max(HIDDEN_MARGIN, k // 4)) if len(self.hidden) else 0))
+        while len(todo):
+            got, dist, ok = self._query(rows[todo], fetch, max(ef, fetch))
+            if len(self.hidden):
+                ok &= ~find_sorted(self.hidden, got)[1]
+            order = np.argsort(~ok, axis=1, kind="stable")[:, :k]  # visible first, best first
+            take = min(k, order.shape[1])
+            ids[todo, :take] = np.where(np.take_along_axis(ok, order, axis=1), np.take_along_axis(got, order, axis=1), -1)[:, :take]
+            sims[todo, :take] = np.where(ids[todo, :take] >= 0, 1.0 - np.take_along_axis(dist, order, axis=1)[:, :take], -np.inf)
+            short = ok.sum(axis=1) < k
+            if fetch >= stored or not short.any():
+                break
+            todo, fetch = todo[short], min(stored, 2 * fetch)
+        return ids, sims
+
+    def _query(self, rows: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, cosine distances, filled) of `count` candidates per row from the index itself."""
+        if isinstance(self.index, _Hnswlib):
+            return self.index.query(rows, count, ef)
+        self.index.expansion_search = ef
+        found = self.index.search(rows, count, threads=1 if len(rows) == 1 else _threads())
+        keys = np.asarray(found.keys).reshape(len(rows), -1)
+        counts = getattr(found, "counts", None)  # a one-row search answers Matches: only its found keys
+        counts = np.asarray(counts).reshape(-1, 1) if counts is not None else np.full((1, 1), keys.shape[1])
+        filled = np.arange(keys.shape[1])[None, :] < counts
+        dist = np.nan_to_num(np.asarray(found.distances, dtype=np.float64).reshape(len(rows), -1), nan=2.0)
+        return keys.astype(np.int64), dist, filled
 
     def _delta_nearest(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The exact k best of the delta per row, in blocks (a block x delta product stays small)."""
@@ -139,4 +236,71 @@ class VectorIndex:
         return ids, sims
 
     def save(self, path: Path) -> None:
-        self.index.save_index(str(path))
+        """Write the index as a usearch file (a mapped or hnswlib index is loaded/converted first)."""
+        index = self._writable()
+        try:
+            index.save(str(path))
+        except RuntimeError as exc:  # usearch's word for a failed write (a full disk, a size limit)
+            raise OSError(f"writing {path} failed ({exc})") from None
+
+
+def _stack(rows: Any, dim: int) -> np.ndarray:
+    """usearch's `get` of many keys (a tuple of rows) as one float32 (n, dim) array."""
+    if isinstance(rows, np.ndarray) and rows.ndim == 2:
+        return rows.astype(np.float32, copy=False)
+    return np.asarray(rows, dtype=np.float32).reshape(-1, dim)
+
+
+class _Hnswlib:
+    """An index file written by hnswlib (before the usearch index), read whole: searched and read
+    back until a change or the next index run converts it. Deleted ids are hidden by the caller."""
+
+    def __init__(self, index: Any):
+        self._index = index
+
+    @staticmethod
+    def recognises(path: Path) -> bool:
+        """hnswlib's header: level-0 offset 0, then capacity, count and bytes per element that fit the file."""
+        try:
+            with open(path, "rb") as fh:
+                offset0, capacity, count, per_element = struct.unpack("<4Q", fh.read(32))
+            size = os.path.getsize(path)
+        except (OSError, struct.error):
+            return False
+        return offset0 == 0 and 0 < count <= capacity and 0 < per_element and count * per_element < size
+
+    @classmethod
+    def load(cls, path: Path, dim: int) -> "_Hnswlib":
+        import hnswlib
+
+        index = hnswlib.Index(space="cosine", dim=dim)
+        try:
+            index.load_index(str(path), max_elements=0)
+        except RuntimeError as exc:  # hnswlib's word for a damaged or truncated file
+            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
+        index.set_num_threads(_threads())
+        return cls(index)
+
+    def __len__(self) -> int:
+        return int(self._index.get_current_count())
+
+    @property
+    def stats(self) -> Any:
+        return type("Stats", (), {"nodes": self._index.get_current_count()})
+
+    def labels(self) -> np.ndarray:
+        return np.sort(np.asarray(self._index.get_ids_list(), dtype=np.int64))
+
+    def contains(self, ids: np.ndarray) -> np.ndarray:
+        return np.isin(ids, self.labels())
+
+    def vectors(self, ids: np.ndarray) -> np.ndarray:
+        return np.asarray(self._index.get_items(ids, return_type="numpy"), dtype=np.float32)
+
+    def get(self, ids: np.ndarray, dtype: str = "f32") -> np.ndarray:
+        return self.vectors(ids)
+
+    def query(self, rows: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._index.set_ef(max(ef, count))
+        labels, dist = self._index.knn_query(rows, k=count)
+        return labels.astype(np.int64), dist.astype(np.float64), np.ones(labels.shape, bool)
