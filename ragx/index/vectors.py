@@ -38,9 +38,9 @@ EF_SEARCH = 250  # usearch at 250 matches hnswlib's recall at 200 on the scale b
 EF_GRAPH = 64  # candidate list when the graph asks for every chunk's neighbours (recall: bench_scale.py)
 DELTA_BLOCK = 512  # query rows per exact product with the delta: 512 x 20k float32 = 40 MB
 SCALAR = "f16"  # vectors are stored float16 (snapshot.VECTOR_DTYPE): the index holds them without loss
-# An index of at most this many entries is searched exhaustively (usearch's exact mode): its
-# multi-threaded build can leave a node of a small index unreachable, which a scan never misses, and
-# at this size a scan costs no more than the walk.
+# An index of at most this many entries, or a search asking for a quarter of its entries or more, is
+# searched exhaustively (usearch's exact mode): its multi-threaded build can leave a node of a small
+# index unreachable, which a scan never misses, and there a scan costs no more than the walk.
 EXHAUSTIVE_MAX = 2048
 HIDDEN_MARGIN = 16  # extra results asked for per row when some stored chunks are hidden
 
@@ -222,7 +222,7 @@ class VectorIndex:
         if isinstance(self.index, _Hnswlib):
             return self.index.query(rows, count, ef)
         self.index.expansion_search = ef
-        exhaustive = len(self.index) <= EXHAUSTIVE_MAX
+        exhaustive = len(self.index) <= max(EXHAUSTIVE_MAX, 4 * count)
         found = self.index.search(rows, count, threads=1 if len(rows) == 1 else _threads(), exact=exhaustive)
         keys = np.asarray(found.keys).reshape(len(rows), -1)
         counts = getattr(found, "counts", None)  # a one-row search answers Matches: only its found keys

@@ -67,21 +67,10 @@ def _exact_dense(snap: Snapshot, rows: np.ndarray, query_vec: np.ndarray, n: int
     return snap.ids[rows[top]]
 
 
-EXACT_DENSE_MAX = 1024  # chunks: an exact scan of this many 384-d float16 rows costs about a millisecond
-
-
-def _exact_is_cheaper(live: int, n: int) -> bool:
-    """Exact dense search where it costs next to nothing or the ask is a large part of the index: HNSW
-    can miss a node or two when asked for most of a small index, which exact search never does."""
-    return live <= EXACT_DENSE_MAX or 4 * n >= live
-
-
 def _dense_seeds(snap: Snapshot, query_vecs: np.ndarray, n: int, allowed: np.ndarray | None) -> list[np.ndarray]:
     """Per query vector, the n nearest chunk ids: the HNSW index, or exact search among `allowed`."""
     if n <= 0:
         return []
-    if allowed is None and _exact_is_cheaper(len(snap.ids), n):
-        allowed = np.arange(len(snap.ids))
     if allowed is not None:
         return [_exact_dense(snap, allowed, v, n) for v in query_vecs]
     return [_exact_dense(snap, snap.positions(snap.vindex.search(v, n, len(snap.ids))[0]), v, n) for v in query_vecs]
