@@ -114,6 +114,7 @@ CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 # text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
 _INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
+_BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
 
@@ -240,9 +241,14 @@ class Store:
             raise CorruptIndexError(f"chunks {missing[:5]} are in the index arrays but not in the store: run `ragx index --full`")
         return rows
 
-    def bm25(self, match: str) -> list[tuple[int, float]]:
-        """(chunk id, FTS5 bm25 score: lower is better) of every chunk matching an FTS5 expression."""
-        return self.db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
+    def bm25(self, match: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, FTS5 bm25 scores: lower is better) of every chunk matching an FTS5 expression.
+
+        Streamed from the cursor into one array: a common word matches most chunks, and a list of
+        row tuples first held ~110 bytes a match (120 MB more peak memory at 1M chunks, and slower)."""
+        rows = np.fromiter(self.db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)),
+                           dtype=_BM25_ROW)
+        return rows["id"], rows["score"]
 
     def chunk_texts(self, ids: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
         """Chunk ids (sorted: every one, or those of `ids`) and their indexed text (frontmatter header +

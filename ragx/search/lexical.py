@@ -35,10 +35,7 @@ def bm25_matches(store: "Store", text: str) -> tuple[np.ndarray, np.ndarray]:
     query = fts_query(text)
     if query is None:
         return np.empty(0, np.int64), np.empty(0)
-    rows = store.bm25(query)
-    if not rows:
-        return np.empty(0, np.int64), np.empty(0)
-    arr = np.array(rows, dtype=np.float64)
-    ids, scores = arr[:, 0].astype(np.int64), -arr[:, 1]  # FTS5's bm25() is lower-is-better
+    ids, fts5_scores = store.bm25(query)
+    scores = -fts5_scores  # FTS5's bm25() is lower-is-better
     order = np.lexsort((ids, -scores))
     return ids[order], scores[order]
