@@ -197,7 +197,8 @@ def step_index(root: Path) -> dict:
     report = Corpus.open(root).index()
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "embed_s": emb.seconds, "index_s_excl_embedding": wall - emb.seconds,
-            "chunks": report.chunks, "embedded": report.embedded_chunks, "peak_rss_mb": _rss_mb()}
+            "chunks": report.chunks, "embedded": report.embedded_chunks, "peak_rss_mb": _rss_mb(),
+            "stage_s": report.stage_seconds}
 
 
 def _percentiles(xs: list[float]) -> dict:

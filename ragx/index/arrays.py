@@ -12,8 +12,10 @@ graph instead of rewriting them (stored_vectors.py, graph.py).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, ContextManager
 
 import numpy as np
 
@@ -154,10 +156,17 @@ class _GraphWork:
     changed: np.ndarray                              # chunks whose graph rows changed
 
 
-def build_arrays(layout: Layout, store: Store, manifest: dict, change: ChangeSet, settings: Settings, dim: int) -> Arrays:
-    vec = _vectors(layout, manifest, change, dim)  # damaged arrays: CorruptIndexError
-    work = _whole_graph(vec, settings) if vec.old is None else _repaired_graph(store, vec, change, manifest, settings)
-    community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings)
+def build_arrays(
+    layout: Layout, store: Store, manifest: dict, change: ChangeSet, settings: Settings, dim: int,
+    stage: Callable[[str], ContextManager[None]] = lambda name: nullcontext(),
+) -> Arrays:
+    """`stage(name)` times each step (IndexReport.stage)."""
+    with stage("vectors"):
+        vec = _vectors(layout, manifest, change, dim)  # damaged arrays: CorruptIndexError
+    with stage("graph"):
+        work = _whole_graph(vec, settings) if vec.old is None else _repaired_graph(store, vec, change, manifest, settings)
+    with stage("communities"):
+        community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings)
     return Arrays(vec.live, _file_ids(vec, change), vec.vindex, vec.stored, vec.base_from, work.graph, work.graph_from,
                   community_ids, community, whole, *work.knn, work.redo)
 

@@ -54,7 +54,8 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         check_identity(manifest, identity)
     generation = int(manifest.get("generation", 0))
     layout.remove_stale(keep={generation, generation - 1})
-    diff = scan(layout, store, settings, full, only, report, reporter)
+    with report.stage("plan"):
+        diff = scan(layout, store, settings, full, only, report, reporter)
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
     if not diff.has_changes and have_arrays:
         rows = undecodable_rows(diff.undecodable)
@@ -62,14 +63,23 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
             store.record_undecodable(diff.touched, rows)
         _no_new_generation(layout, store, report)
         return
-    change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
+    with report.stage("plan"):
+        change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
     if have_arrays and change.only_undecodable:  # nothing indexable changed: no new generation
         store.record_undecodable(change.touched, change.undecodable)
         _no_new_generation(layout, store, report)
         return
-    arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim)
+    arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim, report.stage)
     new_gen = generation + 1
-    checksums = arrays.write(layout, new_gen)
+    with report.stage("write"):
+        checksums = arrays.write(layout, new_gen)
+    with report.stage("store"):
+        _commit(layout, store, change, arrays, identity, new_gen, checksums)
+    layout.remove_stale(keep={new_gen, generation})
+    _fill_counts(store, report)
+
+
+def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_gen: int, checksums: dict[str, str]) -> None:
     store.apply(
         change,
         arrays,
@@ -86,8 +96,6 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         # Labels reuse their cached term counts; git is asked once, before the transaction, not in it.
         RunExtras(terms_cache=layout.dir / TERMS_CACHE, git_dates=git_dates(layout.root)),
     )
-    layout.remove_stale(keep={new_gen, generation})
-    _fill_counts(store, report)
 
 
 def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> None:

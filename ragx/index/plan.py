@@ -9,9 +9,9 @@ commit: a damaged file is never a source of vectors (the texts are embedded agai
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Protocol
+from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
 import xxhash
@@ -76,6 +76,17 @@ class IndexReport:
     skipped: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    # Wall seconds per stage of the run, in the order run: plan (scan, chunk, embed), vectors (the ANN
+    # index), graph (kNN lists, edge weights, rows), communities, write (the generation folder), store.
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stage_seconds[name] = self.stage_seconds.get(name, 0.0) + time.perf_counter() - started
 
     @property
     def chunks_per_second(self) -> float:
