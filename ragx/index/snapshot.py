@@ -61,8 +61,8 @@ _remembered: dict[tuple, str] | None = None  # set inside checksums_remembered()
 @contextmanager
 def checksums_remembered() -> Iterator[None]:
     """Within one index run each file is checksummed once, though the run reads a generation in more
-    than one step (gigabytes at a million chunks). Keyed by inode, size and mtime: generation files
-    are never modified in place, only written whole and renamed."""
+    than one step (gigabytes at a million chunks). Keyed by the file's identity (verified.py):
+    generation files are never modified in place, only written whole and renamed."""
     global _remembered
     _remembered = {}
     try:
@@ -76,8 +76,7 @@ def file_checksum(path: Path) -> str:
     memo = _remembered
     key = None
     if memo is not None:
-        st = os.stat(path)
-        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (str(path), *verified.file_identity(path))
         if key in memo:
             return memo[key]
     h = xxhash.xxh3_128()

@@ -21,14 +21,16 @@ from pathlib import Path
 RECORD = "verified.json"
 
 
-def _identity(path: Path) -> list[int]:
+def file_identity(path: Path) -> list[int]:
+    """What changes whenever a file's bytes may have: device, inode, size, modification time (the one
+    identity both this record and an index run's checksum memo, snapshot.checksums_remembered, key on)."""
     st = os.stat(path)
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 def record(folder: Path, checksums: dict[str, str]) -> None:
     """Note each file's identity with its checksum (after the last link or write of the file)."""
-    entries = {name: [*_identity(folder / name), checksum] for name, checksum in checksums.items()}
+    entries = {name: [*file_identity(folder / name), checksum] for name, checksum in checksums.items()}
     (folder / RECORD).write_text(json.dumps(entries))
 
 
@@ -42,7 +44,7 @@ def unchanged(folder: Path, checksums: dict[str, str], names: tuple[str, ...]) -
     for name in names:
         entry = entries.get(name) if isinstance(entries, dict) else None
         try:
-            if entry and name in checksums and entry == [*_identity(folder / name), checksums[name]]:
+            if entry and name in checksums and entry == [*file_identity(folder / name), checksums[name]]:
                 same.add(name)
         except OSError:
             continue
