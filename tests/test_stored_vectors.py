@@ -156,3 +156,33 @@ def test_onnxruntime_still_loads_after_the_ann_library_in_one_process():
     pytest.importorskip("onnxruntime")
     done = subprocess.run([sys.executable, "-c", "import usearch.index, onnxruntime"], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-400:]
+
+
+
+_READER = """
+import sys
+import numpy as np
+from ragx.index.vectors import VectorIndex
+got, _ = VectorIndex.load(sys.argv[1], 24).search(np.load(sys.argv[2]), 5, 3000)
+package_imported = "usearch" in sys.modules
+import usearch.index, onnxruntime  # a writer's import and the embedder's, after the reader's
+again, _ = VectorIndex.load(sys.argv[1], 24).search(np.load(sys.argv[2]), 5, 3000)
+print(got[0], package_imported, list(got) == list(again))
+"""
+
+
+def test_a_reader_searches_without_the_ann_package_and_a_writer_imports_it_after(tmp_path):
+    """A query maps the file through usearch's compiled module alone (its package's imports cost a
+    cold query ~60 ms); a process that later writes or embeds imports the rest without conflict."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    vecs = np.random.default_rng(1).standard_normal((3000, 24)).astype(np.float32)
+    VectorIndex.build(np.arange(1, 3001, dtype=np.int64), vecs).save(tmp_path / "v.usearch")
+    np.save(tmp_path / "q.npy", vecs[7])
+    done = subprocess.run([sys.executable, "-c", _READER, str(tmp_path / "v.usearch"), str(tmp_path / "q.npy")],
+                          capture_output=True, timeout=120, text=True)
+    assert done.returncode == 0, done.stderr[-600:]
+    first, package_imported, same = done.stdout.split()
+    assert first == "8" and package_imported == "False" and same == "True"

@@ -19,10 +19,13 @@ index run replaces it (snapshot.VECTORS_FORMAT); a change to it converts it.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import struct
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -85,13 +88,11 @@ class VectorIndex:
         """The file mapped read-only; the first `add` or `remove` loads it writable."""
         if _Hnswlib.recognises(path):  # (a usearch file starts with its matrix's nonzero shape)
             return cls(_Hnswlib.load(path, dim), dim)
-        from usearch.index import Index
-
-        try:  # without the key table (built by reading every node): only `get` needs it (_keyed)
-            index = Index.restore(str(path), view=True, enable_key_lookups=False)
+        try:
+            index = _View.open(path)
         except (ValueError, RuntimeError) as exc:  # usearch's words for a file it cannot read
             raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
-        if index is None or index.ndim != dim:
+        if index.ndim != dim:
             raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): run `ragx index --full`")
         return cls(index, dim, path)
 
@@ -250,6 +251,87 @@ class VectorIndex:
             index.save(str(path))
         except RuntimeError as exc:  # usearch's word for a failed write (a full disk, a size limit)
             raise OSError(f"writing {path} failed ({exc})") from None
+
+
+def _compiled() -> Any:
+    """usearch's compiled module without its Python package: the package's __init__ imports
+    urllib.request (to download binaries) and its index module tqdm, ~60 ms of a cold query's
+    ~350 ms on a slow machine, while a reader needs only the compiled index. As the package does, the
+    SIMD library is loaded into the global symbol namespace first (the module links against it).
+    Anything unexpected falls back to the ordinary import; either way the one module object is
+    registered as usearch.compiled, so the package imported later (by a writer) finds it."""
+    loaded = sys.modules.get("usearch.compiled")
+    if loaded is not None:
+        return loaded
+    try:
+        import ctypes
+
+        import simsimd
+
+        ctypes.CDLL(simsimd.__file__, mode=ctypes.RTLD_GLOBAL)
+        package = importlib.util.find_spec("usearch")  # located, not imported
+        folders = list(package.submodule_search_locations or []) if package else []
+        found = [Path(f) / f"compiled{suffix}" for f in folders for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+        path = next(p for p in found if p.exists())
+        spec = importlib.util.spec_from_file_location("usearch.compiled", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["usearch.compiled"] = module
+        spec.loader.exec_module(module)
+        return module
+    except (ImportError, OSError, StopIteration, AssertionError):
+        sys.modules.pop("usearch.compiled", None)
+        import usearch.compiled
+
+        return usearch.compiled
+
+
+class _Found(NamedTuple):
+    keys: np.ndarray       # (rows, count)
+    distances: np.ndarray  # (rows, count)
+    counts: np.ndarray     # (rows,) results filled per row
+
+
+class _View:
+    """A usearch file mapped read-only through the compiled index alone (_compiled): what a query
+    needs (length, dimensions, search). Opened without the key table (built by reading every node):
+    only `get` needs it, which opens the file again through the package (VectorIndex._keyed)."""
+
+    def __init__(self, compiled_index: Any):
+        self._index = compiled_index
+
+    @classmethod
+    def open(cls, path: Path) -> "_View":
+        compiled = _compiled()
+        meta = compiled.index_dense_metadata_from_path(str(path))
+        index = compiled.Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric_kind=meta["kind_metric"],
+                               connectivity=M, expansion_add=EF_CONSTRUCTION, expansion_search=EF_SEARCH,
+                               enable_key_lookups=False)
+        index.view_index_from_path(str(path), None)
+        return cls(index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._index.ndim)
+
+    @property
+    def stats(self) -> Any:
+        return self._index.stats
+
+    @property
+    def expansion_search(self) -> int:
+        return int(self._index.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, ef: int) -> None:
+        self._index.expansion_search = ef
+
+    def search(self, rows: np.ndarray, count: int, *, threads: int, exact: bool) -> _Found:
+        keys, distances, counts, *_ = self._index.search_many(np.ascontiguousarray(rows, dtype=np.float32), count, exact, threads)
+        return _Found(np.asarray(keys), np.asarray(distances), np.asarray(counts))
 
 
 def _stack(rows: Any, dim: int) -> np.ndarray:
