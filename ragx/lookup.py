@@ -14,6 +14,10 @@ def find_sorted(table: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     values = np.asarray(values)
     if len(table) == 0:
         return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    if len(table) == len(values) > 1 and np.array_equal(table, values):
+        # Every live chunk against the stored rows, when nothing changed since they were written (a
+        # query's load checks this twice): a comparison is ~40x cheaper than a million binary searches.
+        return np.arange(len(values)), np.ones(len(values), bool)
     pos = np.minimum(np.searchsorted(table, values), len(table) - 1)
     return pos, table[pos] == values
 

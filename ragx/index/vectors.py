@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import CorruptIndexError
-from ..lookup import find_sorted
+from ..lookup import find_sorted, unique_ids
 
 M = 16
 # usearch's build slows faster with N than hnswlib's at the same setting: at 200, 1.4x hnswlib's time
@@ -143,7 +143,7 @@ class VectorIndex:
         if self._mapped is None and not isinstance(self.index, _Hnswlib):
             self.remove(ids)
         elif len(ids):
-            self.hidden = np.union1d(self.hidden, ids)
+            self.hidden = unique_ids(np.concatenate([self.hidden, ids]))  # np.union1d imports numpy.ma (lookup.py)
 
     @property
     def stored(self) -> int:
