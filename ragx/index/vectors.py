@@ -304,6 +304,8 @@ class _View:
     def open(cls, path: Path) -> "_View":
         compiled = _compiled()
         meta = compiled.index_dense_metadata_from_path(str(path))
+        if not meta:
+            raise ValueError("no usearch header")
         index = compiled.Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric_kind=meta["kind_metric"],
                                connectivity=M, expansion_add=EF_CONSTRUCTION, expansion_search=EF_SEARCH,
                                enable_key_lookups=False)
