@@ -147,6 +147,29 @@ def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
         assert isinstance(got[0], np.memmap) == (save is np.savez)
 
 
+def test_graph_files_are_written_with_their_arrays_aligned_for_mapping(tmp_path):
+    """Every array of a graph file starts on a 64-byte boundary, so the mapped arrays are aligned (numpy
+    copies a whole unaligned array before each binary search in it); np.load reads the file as ever."""
+    from ragx.index.snapshot import GRAPH, mapped_npz, save_mappable_npz
+
+    arrays = {"ids": np.arange(1, 1002, dtype=np.int64), "w": np.linspace(0, 1, 13), "none": np.empty(0, np.int64),
+              "m": np.arange(12, dtype=np.int32).reshape(3, 4), "odd": np.arange(5, dtype=np.uint8)}
+    with open(tmp_path / "a.npz", "wb") as fh:
+        save_mappable_npz(fh, **arrays)
+    with np.load(tmp_path / "a.npz") as z:
+        assert all(np.array_equal(z[k], v) and z[k].dtype == v.dtype for k, v in arrays.items())
+    mapped = mapped_npz(tmp_path / "a.npz", tuple(arrays))
+    assert all(np.array_equal(m, v) for m, v in zip(mapped, arrays.values()))
+    assert all(m.ctypes.data % 64 == 0 for m in mapped if isinstance(m, np.memmap))
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    make_corpus(root)
+    _index(root)
+    names = ("ids", "indptr", "nbr", "weight")
+    assert all(a.flags["ALIGNED"] and a.ctypes.data % 64 == 0 for a in mapped_npz(_gen(root) / GRAPH, names) if a.size)
+
+
 def test_onnxruntime_still_loads_after_the_ann_library_in_one_process():
     """A long-lived process (MCP, the lab) may search, then embed: loading onnxruntime after usearch
     must not crash (usearch 2.26 made it segfault; pyproject pins below it)."""
