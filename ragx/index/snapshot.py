@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import struct
 from contextlib import contextmanager
-from typing import Iterator
+from typing import BinaryIO, Iterator
 import zipfile
 import shutil
 from dataclasses import dataclass, field
@@ -285,7 +285,7 @@ ALIGN = 64  # where each array of a mapped .npz starts in its file (numpy pads .
 _PAD_FIELD = 0x7061  # a zip "extra field" id no zip tool assigns a meaning to: padding before the data
 
 
-def save_mappable_npz(fh, **arrays: np.ndarray) -> None:
+def save_mappable_npz(fh: BinaryIO, **arrays: np.ndarray) -> None:
     """An .npz file (np.load reads it) whose arrays start at multiples of ALIGN bytes in the file.
 
     np.savez places each array wherever its zip entry happens to end, so a mapped member is mostly
@@ -303,11 +303,11 @@ def save_mappable_npz(fh, **arrays: np.ndarray) -> None:
             info.compress_type = zipfile.ZIP_STORED
             info.file_size = header.tell() + array.nbytes
             zip64_field = 20  # zipfile adds one to the local header when forced (sizes of any length)
-            data_at = zf.fp.tell() + 30 + len(info.filename.encode()) + 4 + zip64_field + header.tell()
+            data_at = fh.tell() + 30 + len(info.filename.encode()) + 4 + zip64_field + header.tell()
             info.extra = struct.pack("<HH", _PAD_FIELD, -data_at % ALIGN) + bytes(-data_at % ALIGN)
             with zf.open(info, "w", force_zip64=True) as out:
                 out.write(header.getvalue())
-                out.write(memoryview(array).cast("B"))
+                out.write(array.reshape(-1).view(np.uint8).data)  # bytes, not rows: zipfile counts len()
 
 
 def mapped_npz(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
