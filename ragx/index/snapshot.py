@@ -21,6 +21,7 @@ incremental run writes only delta.npy, chunks.npz and graph-delta.npz.
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from contextlib import contextmanager
@@ -292,8 +293,6 @@ def save_mappable_npz(fh: BinaryIO, **arrays: np.ndarray) -> None:
     unaligned, and numpy then copies a whole unaligned array before a binary search in it (0.5 ms per
     `searchsorted` in the graph's 1M chunk ids: every query's graph walk did that several times).
     Here each entry's local header carries an extra field sized to put the array data on a boundary."""
-    import io
-
     with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, array in arrays.items():
             array = np.ascontiguousarray(array)
@@ -311,9 +310,9 @@ def save_mappable_npz(fh: BinaryIO, **arrays: np.ndarray) -> None:
 
 
 def mapped_npz(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
-    """Arrays of an .npz file, memory-mapped where they lie (np.savez stores members uncompressed), so
-    a reader holds only the pages it touches (the graph of a million chunks is ~200 MB); a compressed
-    member is read whole."""
+    """Arrays of an .npz file, memory-mapped where they lie (members are stored uncompressed, aligned
+    when save_mappable_npz wrote them), so a reader holds only the pages it touches (the graph of a
+    million chunks is ~200 MB); a compressed member is read whole."""
     out = []
     with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
         for name in names:

@@ -320,10 +320,6 @@ class _View:
         return int(self._index.ndim)
 
     @property
-    def stats(self) -> Any:
-        return self._index.stats
-
-    @property
     def expansion_search(self) -> int:
         return int(self._index.expansion_search)
 
