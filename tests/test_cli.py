@@ -24,7 +24,7 @@ def test_index_then_status_json(corpus, capsys):
     doc = json.loads(out)
     assert doc["schema"] == "ragx.index.v1" and doc["files"] == 2 and doc["new"] == 2
     stages = doc["stage_seconds"]  # where a run's time went, in the order run
-    assert list(stages) == ["plan", "vectors", "graph", "communities", "write", "store"]
+    assert list(stages) == ["plan", "vectors", "graph", "communities", "lexicon", "write", "store"]
     assert all(s >= 0 for s in stages.values()) and sum(stages.values()) <= doc["seconds"]
     assert "chunks/s" in err and "2 files" in err
     code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")

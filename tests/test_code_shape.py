@@ -19,6 +19,7 @@ NOT_OURS = {REPO / "lab" / "cluster.py"}
 OTHER_STORES = {
     REPO / "ragx" / "models" / "rerank_store.py": "the rerank-score cache's own file (scores.sqlite), not the index",
     REPO / "ragx" / "models" / "expand_store.py": "the expansion cache's own file (expand.sqlite3), not the index",
+    REPO / "ragx" / "index" / "fts_tokens.py": "an in-memory FTS5 table that cuts text into BM25's terms, no file",
 }
 LONGEST = 60
 

@@ -20,13 +20,15 @@ from typing import Callable, ContextManager
 import numpy as np
 
 from ..config import Settings
-from ..errors import ManifestMismatchError
+from ..errors import CorruptIndexError, ManifestMismatchError
+from ..lookup import find_sorted
 from .communities import LEIDEN_EVERY_RUN_MAX, NO_COMMUNITY, leiden
 from .graph import Graph, delta_budget, pair_weights, top_k_lists, undirected
 from .layout import Layout
 from .plan import ChangeSet
 from .repair import assign_communities, exact_is_cheap, repair_knn
-from .snapshot import GRAPH, HNSW, Snapshot, graph_base_linkable, verify
+from .lexicon import LexiconPart
+from .snapshot import GRAPH, HNSW, LEXICON, LEXICON_DELTA, LexiconFiles, Snapshot, graph_base_linkable, lexicon_ids, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex
@@ -50,12 +52,13 @@ class Arrays:
     knn_dst: np.ndarray
     knn_weight: np.ndarray
     redo: np.ndarray          # chunk ids whose kNN rows are replaced (recomputed or removed)
+    lexicon: LexiconFiles     # BM25's postings
 
     def write(self, layout: Layout, generation: int) -> dict[str, str]:
         """The generation folder, complete on disk; returns its checksums for the manifest."""
         target = layout.gen(generation)
         snap = Snapshot(target, self.file_ids, np.empty((0, 0), np.float16), self.graph, self.stored)
-        return snap.write(target, self.vindex, self.base_from, self.graph_from)
+        return snap.write(target, self.vindex, self.base_from, self.graph_from, self.lexicon)
 
 
 @dataclass
@@ -167,8 +170,40 @@ def build_arrays(
         work = _whole_graph(vec, settings) if vec.old is None else _repaired_graph(store, vec, change, manifest, settings)
     with stage("communities"):
         community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings)
+    with stage("lexicon"):
+        lexicon = _lexicon(store, manifest, change, vec)
     return Arrays(vec.live, _file_ids(vec, change), vec.vindex, vec.stored, vec.base_from, work.graph, work.graph_from,
-                  community_ids, community, whole, *work.knn, work.redo)
+                  community_ids, community, whole, *work.knn, work.redo, lexicon)
+
+
+def _lexicon(store: Store, manifest: dict, change: ChangeSet, vec: _Vectors) -> LexiconFiles:
+    """BM25's postings: a delta of the chunks added since the current generation's base (the base
+    hard-linked) while that and the deleted chunks stay within the vectors' budget, else a new base
+    of every live chunk (the texts of kept chunks read back from the store)."""
+    new_texts = [chunk.embed_text for _, chunk in change.chunks]
+    checksums = manifest.get("checksums") or {}
+    parts = lexicon_ids(vec.old.folder) if vec.old is not None and LEXICON in checksums else None
+    if parts is not None:
+        assert vec.old is not None
+        verify(vec.old.folder, checksums, (LEXICON, LEXICON_DELTA))  # the base is linked, the delta re-read from the store
+        base_ids, delta_ids = parts
+        kept_delta = delta_ids[find_sorted(vec.live, delta_ids)[1]]
+        dead = len(base_ids) - int(find_sorted(vec.live, base_ids)[1].sum())
+        if len(kept_delta) + len(change.new_ids) + dead <= budget(len(vec.live)):
+            kept_texts = _stored_texts(store, kept_delta)
+            delta = LexiconPart.build(np.concatenate([kept_delta, change.new_ids]), kept_texts + new_texts)
+            return LexiconFiles(None, delta, (vec.old.folder, checksums))
+    return LexiconFiles(LexiconPart.build(vec.live, _stored_texts(store, vec.kept_old) + new_texts), LexiconPart.empty())
+
+
+def _stored_texts(store: Store, ids: np.ndarray) -> list[str]:
+    """The indexed texts of stored chunks, in the order of `ids` (sorted), every one of them."""
+    if not len(ids):
+        return []
+    found, texts = store.chunk_texts(ids)
+    if not np.array_equal(found, ids):
+        raise CorruptIndexError("chunks of the index arrays are missing from the store: run `ragx index --full`")
+    return texts
 
 
 def _whole_graph(vec: _Vectors, settings: Settings) -> _GraphWork:

@@ -13,10 +13,12 @@ and is memory-mapped by readers too (vectors.py).
     gen-NNNNNN/graph.npz     CSR rows of the similarity graph (ids, indptr, nbr, weight): the base
     gen-NNNNNN/graph-delta.npz  the rows changed since graph.npz was written (graph.py: Graph)
     gen-NNNNNN/vectors.hnsw  the ANN index over vectors.npy's rows (labels = chunk ids), loaded on first search
+    gen-NNNNNN/lexicon.npz   BM25's postings (lexicon.py): the base part
+    gen-NNNNNN/lexicon-delta.npz  the postings of chunks added since lexicon.npz was written
 
-vectors.npy, vectors.hnsw and graph.npz may be hard links to the previous generation's files (never
+vectors.npy, vectors.hnsw, graph.npz and lexicon.npz may be hard links to the previous generation's files (never
 modified in place: a file is only ever written whole under a temporary folder), so a small
-incremental run writes only delta.npy, chunks.npz and graph-delta.npz.
+incremental run writes only delta.npy, chunks.npz, graph-delta.npz and lexicon-delta.npz.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ import xxhash
 from ..errors import CorruptIndexError
 from . import verified
 from .graph import Adjacency, Graph
+from .lexicon import PART_ARRAYS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
 
-CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW = (
-    "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw")
-FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW)
-OPTIONAL = (DELTA, GRAPH_DELTA)  # absent from generations written before they existed (converted on the next run)
+CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA = (
+    "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw", "lexicon.npz", "lexicon-delta.npz")
+FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA)
+# absent from generations written before they existed (converted on the next run; BM25 then uses FTS5)
+OPTIONAL = (DELTA, GRAPH_DELTA, LEXICON, LEXICON_DELTA)
 GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16
 VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
@@ -124,6 +128,7 @@ class Snapshot:
     vectors: np.ndarray   # row i = ids[i], float16 (a LiveRows over base + delta; rows read are widened by their users)
     graph: Graph
     stored: StoredVectors
+    lexicon: Lexicon | None = None  # None: a generation from before the postings (BM25 from FTS5)
     _vindex: VectorIndex | None = field(default=None, repr=False)
 
     @property
@@ -150,17 +155,19 @@ class Snapshot:
     def load(cls, folder: Path, *, with_ann: bool = False, checksums: dict[str, str] | None = None) -> "Snapshot":
         """`with_ann`: also load the HNSW file now, so the snapshot never reads its folder again
         (a writer may delete an old generation's folder while a reader still uses it).
-        `checksums`: the manifest's; every file is verified against them before it is trusted."""
+        `checksums`: the manifest's; every file is verified against them before it is trusted.
+        The BM25 postings are read with the HNSW file (a query needs both; an index run neither)."""
         verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA), trust_unchanged=with_ann)
         try:
             ids, file_ids, stored = _read_vectors(folder)
             graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
+            lexicon = _lexicon(folder, ids) if with_ann else None
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
         slots = stored.slots(ids)
-        if slots is None or len(file_ids) != len(ids) or not graph.check():
+        if slots is None or len(file_ids) != len(ids) or not graph.check() or (lexicon is not None and not lexicon.check()):
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: run `ragx index --full`")
-        snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored)
+        snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored, lexicon)
         if with_ann:
             try:
                 snap._vindex = snap._load_ann()
@@ -195,13 +202,14 @@ class Snapshot:
 
     def write(
         self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None = None,
-        graph_from: tuple[Path, dict[str, str]] | None = None,
+        graph_from: tuple[Path, dict[str, str]] | None = None, lexicon: "LexiconFiles | None" = None,
     ) -> dict[str, str]:
         """Write every file into a temporary folder, fsync, then rename it to `target` in one step.
 
         `base_from` (a generation folder and its checksums): hard-link its vectors.npy and vectors.hnsw
         (their checksums carry over) instead of writing the base and `vindex`; `graph_from`: hard-link
-        its graph.npz (this graph's base) instead of writing it.
+        its graph.npz (this graph's base) instead of writing it; `lexicon`: the postings (its base
+        part None: hard-linked from `lexicon.base_from`).
         Returns each file's checksum, for the manifest of the commit that names this generation."""
         tmp = target.with_name(f"tmp-{target.name}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -214,7 +222,9 @@ class Snapshot:
                 save_mappable_npz(fh, ids=rows.ids, indptr=rows.indptr, nbr=rows.nbr, weight=rows.weight)
         with open(tmp / DELTA, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
-        checksums = {}
+        checksums: dict[str, str] = {}
+        if lexicon is not None:
+            checksums |= lexicon.write(tmp)
         if graph_from is not None:
             _link_or_copy(graph_from[0] / GRAPH, tmp / GRAPH)
             checksums[GRAPH] = graph_from[1][GRAPH]
@@ -228,7 +238,7 @@ class Snapshot:
             assert vindex is not None, "a new base needs its HNSW index"
             vindex.save(tmp / HNSW)
         for name in FILES:
-            if name not in checksums:
+            if name not in checksums and (name not in (LEXICON, LEXICON_DELTA) or lexicon is not None):
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
                 checksums[name] = file_checksum(tmp / name)
@@ -255,6 +265,46 @@ def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
     return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+
+
+@dataclass(frozen=True)
+class LexiconFiles:
+    """The postings a new generation writes: a new base part, or the previous generation's linked."""
+
+    base: LexiconPart | None                    # None: hard-link base_from's lexicon.npz
+    delta: LexiconPart
+    base_from: tuple[Path, dict[str, str]] | None = None
+
+    def write(self, tmp: Path) -> dict[str, str]:
+        """Write (or link) both parts into the temporary folder; the checksums of linked files."""
+        parts = {LEXICON_DELTA: self.delta} if self.base is None else {LEXICON: self.base, LEXICON_DELTA: self.delta}
+        for name, part in parts.items():
+            with open(tmp / name, "wb") as fh:
+                save_mappable_npz(fh, **part.arrays())
+        if self.base is not None:
+            return {}
+        assert self.base_from is not None, "a linked lexicon base needs the generation it comes from"
+        _link_or_copy(self.base_from[0] / LEXICON, tmp / LEXICON)
+        return {LEXICON: self.base_from[1][LEXICON]}
+
+
+def lexicon_ids(folder: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(base ids, delta ids) of a generation's postings, None when it has none."""
+    if not (folder / LEXICON).exists():
+        return None
+    base = np.asarray(mapped_npz(folder / LEXICON, ("ids",))[0])
+    delta = np.asarray(mapped_npz(folder / LEXICON_DELTA, ("ids",))[0]) if (folder / LEXICON_DELTA).exists() else np.empty(0, np.int64)
+    return base, delta
+
+
+def _lexicon(folder: Path, live: np.ndarray) -> Lexicon | None:
+    """The generation's postings, memory-mapped; None for a generation from before them."""
+    if not (folder / LEXICON).exists():
+        return None
+    base = LexiconPart(*mapped_npz(folder / LEXICON, PART_ARRAYS))
+    has_delta = (folder / LEXICON_DELTA).exists()
+    delta = LexiconPart(*mapped_npz(folder / LEXICON_DELTA, PART_ARRAYS)) if has_delta else LexiconPart.empty()
+    return Lexicon(base, delta, live)
 
 
 def graph_base_linkable(folder: Path) -> bool:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
+from .fts_tokens import FTS_TOKENIZER
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
 -- BM25 over chunk text; external content, so the text is stored once (in chunks).
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+    text, content='chunks', content_rowid='id', tokenize='""" + FTS_TOKENIZER + """'
 );
 -- Each chunk's own top-k list (directed). The similarity graph is their undirected union: `edges`.
 CREATE TABLE IF NOT EXISTS knn(

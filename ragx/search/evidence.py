@@ -21,7 +21,7 @@ import numpy as np
 
 from ..scoring.candidates import Candidates
 from ..scoring.params import Params
-from .lexical import fts_query
+from .lexical import query_words
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,8 @@ class Verdict:
 
 
 def query_terms(query: str) -> int:
-    """How many terms the BM25 leg searched for (the OR-ed words of fts_query)."""
-    expression = fts_query(query)
-    return 0 if expression is None else expression.count(" OR ") + 1
+    """How many terms the BM25 leg searched for (its OR-ed words)."""
+    return len(query_words(query))
 
 
 def signals(c: Candidates) -> tuple[float, float]:

@@ -1,4 +1,9 @@
-"""BM25 over the FTS5 table. Any user text becomes a valid FTS5 query: bare words OR-ed, each quoted."""
+"""The BM25 leg: every chunk matching a query's words, scored.
+
+A query's words (letters and digits, lower-cased, function words dropped unless nothing else is left)
+are OR-ed. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
+formula; an older one asks the FTS5 table (same ranking, k1 = 1.2 and b = 0.75 fixed there).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..index.lexicon import B, K1
+
 if TYPE_CHECKING:  # pragma: no cover
+    from ..index.snapshot import Snapshot
     from ..index.store import Store
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Letters and digits only: an underscore splits words ("snake_case" is two), as FTS5's tokenizer does,
+# so each word is one term and both BM25 paths read a query alike (an FTS5 phrase of two terms would
+# ask for them side by side, the postings cannot).
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 # Function words carry no topic; dropping them keeps an OR query from matching every chunk.
 STOPWORDS = frozenset(
@@ -20,22 +31,24 @@ STOPWORDS = frozenset(
 )
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for free text, or None when it has no words at all."""
+def query_words(text: str) -> list[str]:
+    """The words BM25 searches for, each once, in the order written."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    kept = [w for w in words if w not in STOPWORDS] or words
-    if not kept:
-        return None
-    # Inside double quotes FTS5 reads a string (a phrase), never syntax; \w+ holds no quote to escape.
-    return " OR ".join(f'"{w}"' for w in kept)
+    return [w for w in words if w not in STOPWORDS] or words
 
 
-def bm25_matches(store: "Store", text: str) -> tuple[np.ndarray, np.ndarray]:
+def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
-    query = fts_query(text)
-    if query is None:
+    words = query_words(text)
+    if not words:
         return np.empty(0, np.int64), np.empty(0)
-    ids, fts5_scores = store.bm25(query)
-    scores = -fts5_scores  # FTS5's bm25() is lower-is-better
+    if snap.lexicon is not None:
+        from ..index.fts_tokens import shared
+
+        ids, scores = snap.lexicon.matches(shared().of_words(words), k1, b)
+    else:
+        # Inside double quotes FTS5 reads a string (a phrase), never syntax; a word holds no quote to escape.
+        ids, fts5_scores = store.bm25(" OR ".join(f'"{w}"' for w in words))
+        scores = -fts5_scores  # FTS5's bm25() is lower-is-better
     order = np.lexsort((ids, -scores))
     return ids[order], scores[order]

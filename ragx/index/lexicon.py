@@ -1,0 +1,228 @@
+"""BM25's own index: each term's postings (chunk, term frequency) in arrays stored with the generation.
+
+Why not FTS5's `bm25()` alone: it spends ~2 us on every matching row, so a 4-word query matching 9k of
+a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (notes/lexical-at-scale.md).
+Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (older
+generations and `--lexical fts5` use it); the terms are FTS5's own (fts_tokens.py) and the score is
+FTS5's formula, so both paths rank alike, and k1 and b become settings.
+
+A generation holds a base part (lexicon.npz) and a delta part (lexicon-delta.npz) of the chunks added
+since the base was written, like the vectors and the graph: an incremental run re-reads only the delta's
+texts and hard-links the base. Chunks deleted since are still in the parts; a query drops them (they
+are not among the snapshot's live ids), so the document counts and lengths BM25 uses are the live ones.
+
+A part: `ids` (sorted chunk ids) and `length` (terms per chunk); the terms sorted by their UTF-8
+bytes (`term_bytes`, `term_at` offsets); per term, `indptr` into `doc` (positions in `ids`) and `tf`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterable
+
+import numpy as np
+
+from ..lookup import find_sorted, unique_ids
+from .fts_tokens import BREAK, shared
+
+PART_ARRAYS = ("ids", "length", "term_bytes", "term_at", "indptr", "doc", "tf")
+BLOCK = 8_192      # texts counted at once (bounds the temporaries: ~100 terms a chunk)
+K1, B = 1.2, 0.75  # FTS5's bm25() constants: the defaults, so both paths score alike
+
+
+@dataclass(frozen=True)
+class LexiconPart:
+    ids: np.ndarray         # int64, sorted chunk ids
+    length: np.ndarray      # uint32 terms per chunk
+    term_bytes: np.ndarray  # uint8, the terms' UTF-8 bytes, sorted terms one after the other
+    term_at: np.ndarray     # int64, len(terms) + 1 offsets into term_bytes
+    indptr: np.ndarray      # int64, len(terms) + 1 offsets into doc and tf
+    doc: np.ndarray         # int32 positions in ids, ascending within a term
+    tf: np.ndarray          # uint16 (uint32 if a count needs it) occurrences of the term in the chunk
+
+    @classmethod
+    def empty(cls) -> "LexiconPart":
+        z = np.zeros(1, np.int64)
+        return cls(np.empty(0, np.int64), np.empty(0, np.uint32), np.empty(0, np.uint8), z, z, np.empty(0, np.int32), np.empty(0, np.uint16))
+
+    @classmethod
+    def build(cls, ids: np.ndarray, texts: Iterable[str]) -> "LexiconPart":
+        """The part of chunks `ids` (sorted) whose indexed texts are `texts`, in the same order."""
+        counter = _Counter()
+        texts = list(texts)
+        for start in range(0, len(texts), BLOCK):
+            counter.add(texts[start : start + BLOCK], start)
+        return counter.part(np.asarray(ids, dtype=np.int64))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in PART_ARRAYS}
+
+    def check(self) -> bool:
+        """Lengths agree (a damaged or foreign file is refused before any query reads it)."""
+        n_terms = len(self.term_at) - 1
+        return (len(self.length) == len(self.ids) and len(self.indptr) == n_terms + 1 and len(self.doc) == len(self.tf)
+                and int(self.indptr[-1]) == len(self.doc) and int(self.term_at[-1]) == len(self.term_bytes))
+
+    @cached_property
+    def _terms(self) -> "_SortedTerms":
+        return _SortedTerms(self.term_bytes, self.term_at)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in ids, term frequencies) of the chunks holding `term`."""
+        key = term.encode()
+        at = bisect.bisect_left(self._terms, key)
+        if at == len(self._terms) or self._terms[at] != key:
+            return np.empty(0, np.int32), np.empty(0, self.tf.dtype)
+        lo, hi = int(self.indptr[at]), int(self.indptr[at + 1])
+        return self.doc[lo:hi], self.tf[lo:hi]
+
+
+class _SortedTerms:
+    """The part's terms as a sequence of bytes (bisect's binary search reads ~20 of them per term)."""
+
+    def __init__(self, term_bytes: np.ndarray, term_at: np.ndarray):
+        self._bytes, self._at = np.ascontiguousarray(term_bytes).data, term_at
+
+    def __len__(self) -> int:
+        return len(self._at) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        return bytes(self._bytes[int(self._at[i]) : int(self._at[i + 1])])
+
+
+class _Counter:
+    """Term counts of blocks of texts. Each distinct piece is sent to FTS5's tokenizer once for the whole
+    run; its terms are kept as ids (a CSR over pieces), so tokens are counted with numpy, never one by one."""
+
+    def __init__(self) -> None:
+        self.piece_id: dict[str, int] = {}
+        self.term_id: dict[str, int] = {}
+        self.piece_len = np.empty(0, np.int64)    # terms of each known piece
+        self.piece_start = np.empty(0, np.int64)  # where they start in piece_terms
+        self.piece_terms = np.empty(0, np.int64)
+        self.docs: list[np.ndarray] = []
+        self.terms: list[np.ndarray] = []
+        self.tfs: list[np.ndarray] = []
+        self.lengths: list[np.ndarray] = []
+
+    def add(self, texts: list[str], first: int) -> None:
+        """Count texts whose positions (in the part) start at `first`."""
+        pid, doc = self._pieces(texts)
+        n = self.piece_len[pid]
+        at = np.repeat(self.piece_start[pid] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        term, term_doc = self.piece_terms[at], np.repeat(doc, n)
+        self.lengths.append(np.bincount(term_doc, minlength=len(texts)).astype(np.uint32))
+        keys = np.sort(term_doc << 32 | term)
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
+        self.tfs.append(np.diff(np.r_[starts, len(keys)]))
+        self.docs.append((keys[starts] >> 32) + first)
+        self.terms.append(keys[starts] & 0xFFFFFFFF)
+
+    def _pieces(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(piece id, text index) of every white-space separated piece of `texts`, new pieces learnt."""
+        joined = f" {BREAK} ".join(texts)
+        per_text = joined.count(BREAK) != max(len(texts) - 1, 0)  # a text holds the break character itself
+        pieces = [p for t in texts for p in t.split()] if per_text else joined.split()
+        self._learn([p for p in dict.fromkeys(pieces) if p not in self.piece_id])
+        pid = np.fromiter(map(self.piece_id.__getitem__, pieces), np.int64, len(pieces))
+        if per_text:
+            counts = np.fromiter((len(t.split()) for t in texts), np.int64, len(texts))
+            return pid, np.repeat(np.arange(len(texts)), counts)
+        return pid, np.cumsum(pid == self.piece_id.get(BREAK, -1))
+
+    def _learn(self, new: list[str]) -> None:
+        if not new:
+            return
+        first = len(self.piece_id)
+        self.piece_id.update(zip(new, range(first, first + len(new))))
+        piece, terms = shared().of(new)
+        ids = self.term_id
+        term_ids = np.fromiter((ids.setdefault(t, len(ids)) for t in terms), np.int64, len(terms))
+        n = np.bincount(piece, minlength=len(new))
+        self.piece_start = np.concatenate([self.piece_start, len(self.piece_terms) + np.cumsum(n) - n])
+        self.piece_len = np.concatenate([self.piece_len, n])
+        self.piece_terms = np.concatenate([self.piece_terms, term_ids])
+
+    def part(self, ids: np.ndarray) -> LexiconPart:
+        if not self.docs:
+            return LexiconPart.empty()
+        names = list(self.term_id)
+        alphabetical = sorted(range(len(names)), key=names.__getitem__)  # code point order = UTF-8 byte order
+        rank = np.empty(len(names), np.int64)
+        rank[alphabetical] = np.arange(len(names))
+        term = rank[np.concatenate(self.terms)]
+        doc = np.concatenate(self.docs)
+        tf = np.concatenate(self.tfs)
+        order = np.argsort(term, kind="stable")  # docs stay ascending within a term
+        encoded = [names[i].encode() for i in alphabetical]
+        term_at = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=term_at[1:])
+        indptr = np.zeros(len(names) + 1, np.int64)
+        np.cumsum(np.bincount(term, minlength=len(names)), out=indptr[1:])
+        tf_type = np.uint16 if tf.max(initial=0) <= np.iinfo(np.uint16).max else np.uint32
+        return LexiconPart(ids, np.concatenate(self.lengths), np.frombuffer(b"".join(encoded), np.uint8), term_at,
+                           indptr, doc[order].astype(np.int32), tf[order].astype(tf_type))
+
+
+@dataclass
+class Lexicon:
+    """A generation's postings (base and delta parts) seen through its live chunk ids."""
+
+    base: LexiconPart
+    delta: LexiconPart
+    live: np.ndarray  # sorted live chunk ids of the snapshot
+
+    @cached_property
+    def _alive(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per part, which of its chunks are live (None: all of them, the common case)."""
+        if len(self.base.ids) + len(self.delta.ids) == len(self.live):
+            return None, None
+        return find_sorted(self.live, self.base.ids)[1], find_sorted(self.live, self.delta.ids)[1]
+
+    @cached_property
+    def avgdl(self) -> float:
+        """Mean terms per live chunk (FTS5: total terms over rows)."""
+        total = 0
+        for part, alive in zip((self.base, self.delta), self._alive):
+            lengths = part.length if alive is None else part.length[alive]
+            total += int(lengths.sum(dtype=np.int64))
+        return total / len(self.live) if len(self.live) else 0.0
+
+    def check(self) -> bool:
+        """The parts are whole and hold at least the live chunks' count (an O(1) test: a query's load
+        must not search a million ids; a live chunk missing from both parts is damage the checksums catch)."""
+        return self.base.check() and self.delta.check() and len(self.base.ids) + len(self.delta.ids) >= len(self.live)
+
+    def matches(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, BM25 scores, higher is better) of every live chunk holding one of `terms`, in id
+        order. A term listed twice counts twice, as a phrase repeated in an FTS5 query does."""
+        n_docs, avgdl = len(self.live), self.avgdl
+        ids, contributions = [], []
+        for term in terms:
+            hits = [self._live_postings(part, alive, term) for part, alive in zip((self.base, self.delta), self._alive)]
+            chunk = np.concatenate([h[0] for h in hits])
+            if not len(chunk):
+                continue
+            tf = np.concatenate([h[1] for h in hits]).astype(np.float64)
+            length = np.concatenate([h[2] for h in hits]).astype(np.float64)
+            idf = np.log((n_docs - len(chunk) + 0.5) / (len(chunk) + 0.5))
+            idf = idf if idf > 0.0 else 1e-6  # FTS5's floor for a term in more than half the chunks
+            # FTS5's expression, in its order of operations: the same doubles, the same ranking
+            contributions.append(idf * ((tf * (k1 + 1.0)) / (tf + k1 * (1 - b + b * length / avgdl))))
+            ids.append(chunk)
+        if not ids:
+            return np.empty(0, np.int64), np.empty(0)
+        every = np.concatenate(ids)
+        matched = unique_ids(every)
+        # bincount adds in input order: each chunk's terms are summed in query order, as FTS5 does
+        return matched, np.bincount(np.searchsorted(matched, every), np.concatenate(contributions), len(matched))
+
+    @staticmethod
+    def _live_postings(part: LexiconPart, alive: np.ndarray | None, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        doc, tf = part.postings(term)
+        if alive is not None and len(doc):
+            keep = alive[doc]
+            doc, tf = doc[keep], tf[keep]
+        return part.ids[doc], tf, part.length[doc]

@@ -1,0 +1,199 @@
+"""BM25 from ragx's own postings ranks exactly as FTS5's bm25() does: the same terms (SQLite's tokenizer
+cuts them), the same formula over the live chunks, across base and delta parts, deletions, incremental
+runs and generations written before the postings existed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import HashEmbedder, make_corpus
+
+from ragx.api import Corpus
+from ragx.config import load_settings
+from ragx.index.build import run_index
+from ragx.index.fts_tokens import FTS_TOKENIZER, shared
+from ragx.index.layout import Layout
+from ragx.index.lexicon import Lexicon, LexiconPart
+from ragx.index.snapshot import LEXICON, LEXICON_DELTA, Snapshot
+from ragx.index.store import Store
+from ragx.search.lexical import bm25_matches, query_words
+
+# Words where a Python tokenizer and stemmer part ways with FTS5's (measured on the shared collections)
+TRICKY = [
+    "Epidemiology of possibly reversibly assembled µm-scale cells; Straße, ψυχή, γoρδιoς and 가면의주인.",
+    "The eed of an incredibly terrible analogy: cells, CELLS and cell_line in 15µm wells.",
+    "Café, naïve, coöperate, résumé: diacritics go, Ελληνικά stay; x\u0301y combining marks.",
+    "",  # a chunk with no terms still counts as a row
+    "a text with its own \x00 break character and \x00trailing pieces",
+    "bread oven yeast flour " * 30,
+]
+QUERIES = ["epidemiology cells", "possibly incredibly reversibly", "straße µm", "cafe resume naive", "cell_line wells",
+           "bread", "ψυχή", "CELLS cell cells", "the of and", "nothing-matches-here zzqx", "x y"]
+
+
+def fts5_scores(texts: dict[int, str], query: str) -> dict[int, float]:
+    """FTS5's own bm25() over an FTS5 table of `texts` (chunk id -> text), higher is better."""
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", texts.items())
+    expression = " OR ".join(f'"{w}"' for w in query_words(query))
+    return {i: -s for i, s in db.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?", (expression,))}
+
+
+def postings_scores(lexicon: Lexicon, query: str) -> dict[int, float]:
+    ids, scores = lexicon.matches(shared().of_words(query_words(query)))
+    return dict(zip(ids.tolist(), scores.tolist()))
+
+
+def assert_same(ours: dict[int, float], theirs: dict[int, float]) -> None:
+    assert ours.keys() == theirs.keys()
+    for i in theirs:
+        assert ours[i] == pytest.approx(theirs[i], rel=1e-12, abs=1e-12)
+
+
+def test_tricky_words_become_fts5s_terms():
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    words = " ".join(TRICKY).split()
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(words))
+    expected: dict[int, list[str]] = {}
+    for term, doc, _, _ in sorted(db.execute("SELECT term, doc, col, offset FROM v"), key=lambda r: (r[1], r[3])):
+        expected.setdefault(doc, []).append(term)
+    assert [shared().of_words([w]) for w in words] == [expected.get(i, []) for i in range(len(words))]
+    assert shared().of_words(["epidemiology", "possibly", "µm"]) == ["epidemiolog", "possibl", "μm"]
+
+
+def test_postings_score_every_match_as_fts5_does_across_parts_and_deletions():
+    rng = np.random.default_rng(3)
+    vocabulary = "bread oven yeast flour comet orbit telescope cells epidemiology possibly harbour sail".split()
+    texts = {i: " ".join(rng.choice(vocabulary, rng.integers(1, 60))) for i in range(0, 300, 3)}
+    texts |= {1000 + i: t for i, t in enumerate(TRICKY)}
+    base_ids = np.array(sorted(i for i in texts if i < 250))
+    delta_ids = np.array(sorted(i for i in texts if i >= 250))
+    base = LexiconPart.build(base_ids, [texts[i] for i in base_ids])
+    delta = LexiconPart.build(delta_ids, [texts[i] for i in delta_ids])
+    deleted = {3, 27, 150, 1003}  # in the parts, no longer live
+    live = np.array(sorted(set(texts) - deleted))
+    lexicon = Lexicon(base, delta, live)
+    assert lexicon.check()
+    for query in QUERIES:
+        assert_same(postings_scores(lexicon, query), fts5_scores({i: texts[i] for i in live.tolist()}, query))
+
+
+def test_k1_and_b_change_the_scores_and_the_defaults_are_fts5s():
+    texts = ["bread bread bread oven", "bread " + "filler " * 40, "oven yeast"]
+    part = LexiconPart.build(np.arange(3), texts)
+    lexicon = Lexicon(part, LexiconPart.empty(), np.arange(3))
+    terms = shared().of_words(["bread"])
+    _, default = lexicon.matches(terms)
+    _, flat = lexicon.matches(terms, k1=1.2, b=0.0)  # no length normalisation: the long chunk gains
+    _, saturated = lexicon.matches(terms, k1=0.01, b=0.75)  # tf barely counts
+    assert default[1] < flat[1]
+    assert saturated[0] / saturated[1] < default[0] / default[1]
+
+
+def index(root: Path, full: bool = False):
+    return run_index(root, load_settings(root), HashEmbedder(), full=full)
+
+
+def loaded(root: Path) -> tuple[Store, Snapshot, dict]:
+    layout = Layout(root)
+    store = Store(layout.db)
+    manifest = store.manifest()
+    folder = layout.gen(int(manifest["generation"]))
+    return store, Snapshot.load(folder, with_ann=True, checksums=manifest["checksums"]), manifest
+
+
+def assert_postings_rank_as_fts5(root: Path) -> None:
+    store, snap, _ = loaded(root)
+    try:
+        assert snap.lexicon is not None
+        without = dataclasses.replace(snap, lexicon=None)  # the FTS5 table of the same commit
+        for query in QUERIES + ["stars telescope orbit", "anchor harbour galaxies"]:
+            ids, scores = bm25_matches(snap, store, query)
+            fts_ids, fts_scores = bm25_matches(without, store, query)
+            assert ids.tolist() == fts_ids.tolist()
+            np.testing.assert_allclose(scores, fts_scores, rtol=1e-12, atol=1e-12)
+    finally:
+        store.close()
+
+
+def edit(root: Path, step: int) -> None:
+    kinds = [
+        lambda: (root / "cooking-2.md").write_text(f"# cooking 2\n\nstars telescope orbit comet bread oven {step}\n", encoding="utf-8"),
+        lambda: (root / f"sailing-{step % 6}.md").unlink(missing_ok=True),
+        lambda: (root / f"new-{step}.md").write_text(f"# new {step}\n\nanchor harbour galaxies nebula flour yeast\n", encoding="utf-8"),
+    ]
+    kinds[step % 3]()
+
+
+def test_incremental_runs_link_the_postings_base_write_a_delta_and_rank_as_fts5(tmp_path, fake_model):
+    make_corpus(tmp_path)
+    index(tmp_path)
+    assert_postings_rank_as_fts5(tmp_path)
+    store, first, _ = loaded(tmp_path)
+    store.close()
+    base_inode = os.stat(first.folder / LEXICON).st_ino
+    for step in range(4):
+        edit(tmp_path, step)
+        index(tmp_path)
+        store, snap, _ = loaded(tmp_path)
+        store.close()
+        assert os.stat(snap.folder / LEXICON).st_ino == base_inode  # the base is linked, not rewritten
+        assert snap.lexicon is not None and len(snap.lexicon.delta.ids) > 0
+        assert_postings_rank_as_fts5(tmp_path)
+    incremental = bm25_by_location(tmp_path)
+    index(tmp_path, full=True)
+    store, snap, _ = loaded(tmp_path)
+    store.close()
+    assert snap.lexicon is not None and len(snap.lexicon.delta.ids) == 0
+    assert bm25_by_location(tmp_path) == incremental  # a full rebuild scores every chunk alike
+
+
+def bm25_by_location(root: Path) -> dict[str, list[tuple[str, int, float]]]:
+    """Per query, (file, first line, BM25 score) of every match, best first: comparable across runs
+    whose chunk ids differ."""
+    store, snap, _ = loaded(root)
+    try:
+        out = {}
+        for query in QUERIES:
+            ids, scores = bm25_matches(snap, store, query)
+            rows = store.chunk_rows(ids, ("id", "line_start"))
+            out[query] = sorted(((r["path"], r["line_start"], round(float(s), 12)) for r, s in zip(rows, scores)),
+                                key=lambda x: (-x[2], x[0], x[1]))
+        return out
+    finally:
+        store.close()
+
+
+def test_a_generation_without_postings_searches_with_fts5_and_gains_them_on_the_next_run(tmp_path, fake_model):
+    make_corpus(tmp_path)
+    index(tmp_path)
+    before = Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)
+    store, snap, manifest = loaded(tmp_path)
+    try:  # as written by an older ragx: no postings files, none in the manifest
+        (snap.folder / LEXICON).unlink()
+        (snap.folder / LEXICON_DELTA).unlink()
+        checksums = {k: v for k, v in manifest["checksums"].items() if k not in (LEXICON, LEXICON_DELTA)}
+        with store.db:
+            Store.write_manifest(store.db, {"checksums": checksums})
+    finally:
+        store.close()
+    store, snap, _ = loaded(tmp_path)
+    store.close()
+    assert snap.lexicon is None
+    old = Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)
+    assert json.dumps(old["results"]) == json.dumps(before["results"])
+    edit(tmp_path, 0)
+    index(tmp_path)
+    store, snap, _ = loaded(tmp_path)
+    store.close()
+    assert snap.lexicon is not None and len(snap.lexicon.delta.ids) == 0  # a whole new base
+    assert_postings_rank_as_fts5(tmp_path)
