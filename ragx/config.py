@@ -161,6 +161,8 @@ LIMITS: dict[str, Limit] = {
     "search.link_weight": Limit(0, 1000),
     "search.min_dense_evidence": Limit(0, 1),
     "search.min_lexical_evidence": Limit(0, 1_000_000),
+    "search.bm25_k1": Limit(0, 100),
+    "search.bm25_b": Limit(0, 1),
 }
 
 # (smaller, larger): the first key's value may not exceed the second's.

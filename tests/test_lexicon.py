@@ -16,9 +16,11 @@ from fakes import HashEmbedder, make_corpus
 
 from ragx.api import Corpus
 from ragx.config import load_settings
+from ragx.errors import ManifestMismatchError
 from ragx.index.build import run_index
 from ragx.index.fts_tokens import FTS_TOKENIZER, shared
 from ragx.index.layout import Layout
+from ragx.index import lexicon as lexicon_module
 from ragx.index.lexicon import Lexicon, LexiconPart
 from ragx.index.snapshot import LEXICON, LEXICON_DELTA, Snapshot
 from ragx.index.store import Store
@@ -70,7 +72,9 @@ def test_tricky_words_become_fts5s_terms():
     assert shared().of_words(["epidemiology", "possibly", "µm"]) == ["epidemiolog", "possibl", "μm"]
 
 
-def test_postings_score_every_match_as_fts5_does_across_parts_and_deletions():
+@pytest.mark.parametrize("dense_share", [1, 10**9])  # summed sparse (sorted matches) / dense (an array per part)
+def test_postings_score_every_match_as_fts5_does_across_parts_and_deletions(dense_share, monkeypatch):
+    monkeypatch.setattr(lexicon_module, "DENSE_SHARE", dense_share)
     rng = np.random.default_rng(3)
     vocabulary = "bread oven yeast flour comet orbit telescope cells epidemiology possibly harbour sail".split()
     texts = {i: " ".join(rng.choice(vocabulary, rng.integers(1, 60))) for i in range(0, 300, 3)}
@@ -191,9 +195,13 @@ def test_a_generation_without_postings_searches_with_fts5_and_gains_them_on_the_
     assert snap.lexicon is None
     old = Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)
     assert json.dumps(old["results"]) == json.dumps(before["results"])
-    edit(tmp_path, 0)
-    index(tmp_path)
+    with pytest.raises(ManifestMismatchError, match="run `ragx index`"):  # other k1, b than FTS5's need postings
+        corpus = Corpus(tmp_path)
+        corpus.query("bread oven", graph=False, rerank=False, expand=False, params=corpus.settings.search.replace(bm25_b=0.5))
+    index(tmp_path)  # nothing changed, yet the postings are written
     store, snap, _ = loaded(tmp_path)
     store.close()
     assert snap.lexicon is not None and len(snap.lexicon.delta.ids) == 0  # a whole new base
     assert_postings_rank_as_fts5(tmp_path)
+    assert json.dumps(Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)["results"]) == \
+        json.dumps(before["results"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..scoring.candidates import shared_bm25
 from ..search.candidates import Candidates, PassCaps
 from ..search.params import Params
 from .presets import BUDGET_SOURCE, EvalConfig
@@ -52,6 +53,7 @@ def pass_caps(configs: list[EvalConfig]) -> PassCaps:
         lexical_n=max(p.lexical_n for p in needs),
         hops=max(p.hops for p in needs),
         query_floor=min(p.query_floor for p in needs),
+        **shared_bm25(needs),
     )
 
 

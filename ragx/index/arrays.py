@@ -13,9 +13,10 @@ graph instead of rewriting them (stored_vectors.py, graph.py).
 from __future__ import annotations
 
 from contextlib import nullcontext
+from itertools import chain
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import Callable, ContextManager, Iterator
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex
 
+TEXT_BLOCK = 50_000  # stored texts read back at once for BM25's postings
 REBUILD_DELETED_SHARE = 0.25  # rebuild the HNSW file once a quarter of what it holds is deleted
 
 
@@ -190,20 +192,20 @@ def _lexicon(store: Store, manifest: dict, change: ChangeSet, vec: _Vectors) -> 
         kept_delta = delta_ids[find_sorted(vec.live, delta_ids)[1]]
         dead = len(base_ids) - int(find_sorted(vec.live, base_ids)[1].sum())
         if len(kept_delta) + len(change.new_ids) + dead <= budget(len(vec.live)):
-            kept_texts = _stored_texts(store, kept_delta)
-            delta = LexiconPart.build(np.concatenate([kept_delta, change.new_ids]), kept_texts + new_texts)
+            delta = LexiconPart.build(np.concatenate([kept_delta, change.new_ids]), chain(_stored_texts(store, kept_delta), new_texts))
             return LexiconFiles(None, delta, (vec.old.folder, checksums))
-    return LexiconFiles(LexiconPart.build(vec.live, _stored_texts(store, vec.kept_old) + new_texts), LexiconPart.empty())
+    return LexiconFiles(LexiconPart.build(vec.live, chain(_stored_texts(store, vec.kept_old), new_texts)), LexiconPart.empty())
 
 
-def _stored_texts(store: Store, ids: np.ndarray) -> list[str]:
-    """The indexed texts of stored chunks, in the order of `ids` (sorted), every one of them."""
-    if not len(ids):
-        return []
-    found, texts = store.chunk_texts(ids)
-    if not np.array_equal(found, ids):
-        raise CorruptIndexError("chunks of the index arrays are missing from the store: run `ragx index --full`")
-    return texts
+def _stored_texts(store: Store, ids: np.ndarray) -> Iterator[str]:
+    """The indexed texts of stored chunks, in the order of `ids` (sorted), every one of them, read a
+    block at a time (a million chunks' texts at once would be ~1 GB of Python strings)."""
+    for start in range(0, len(ids), TEXT_BLOCK):
+        wanted = ids[start : start + TEXT_BLOCK]
+        found, texts = store.chunk_texts(wanted)
+        if not np.array_equal(found, wanted):
+            raise CorruptIndexError("chunks of the index arrays are missing from the store: run `ragx index --full`")
+        yield from texts
 
 
 def _whole_graph(vec: _Vectors, settings: Settings) -> _GraphWork:

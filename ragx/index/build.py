@@ -18,7 +18,7 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW, VECTORS_FORMAT, checksums_remembered
+from .snapshot import HNSW, LEXICON, VECTORS_FORMAT, checksums_remembered
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -57,7 +57,9 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     with report.stage("plan"):
         diff = scan(layout, store, settings, full, only, report, reporter)
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
-    if not diff.has_changes and have_arrays:
+    # A generation from before BM25's postings gets them on the next run, changed files or not.
+    converted = have_arrays and LEXICON not in (manifest.get("checksums") or {})
+    if not diff.has_changes and have_arrays and not converted:
         rows = undecodable_rows(diff.undecodable)
         if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():
             store.record_undecodable(diff.touched, rows)
@@ -65,7 +67,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         return
     with report.stage("plan"):
         change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
-    if have_arrays and change.only_undecodable:  # nothing indexable changed: no new generation
+    if have_arrays and change.only_undecodable and not converted:  # nothing indexable changed: no new generation
         store.record_undecodable(change.touched, change.undecodable)
         _no_new_generation(layout, store, report)
         return

@@ -18,16 +18,21 @@ bytes (`term_bytes`, `term_at` offsets); per term, `indptr` into `doc` (position
 from __future__ import annotations
 
 import bisect
+from itertools import islice
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from ..lookup import find_sorted, unique_ids
 from .fts_tokens import BREAK, shared
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .snapshot import FileRows
+
 PART_ARRAYS = ("ids", "length", "term_bytes", "term_at", "indptr", "doc", "tf")
+POSTINGS = ("doc", "tf")  # read a term's run at a time (snapshot.FileRows), never mapped
 BLOCK = 8_192      # texts counted at once (bounds the temporaries: ~100 terms a chunk)
 K1, B = 1.2, 0.75  # FTS5's bm25() constants: the defaults, so both paths score alike
 
@@ -39,8 +44,8 @@ class LexiconPart:
     term_bytes: np.ndarray  # uint8, the terms' UTF-8 bytes, sorted terms one after the other
     term_at: np.ndarray     # int64, len(terms) + 1 offsets into term_bytes
     indptr: np.ndarray      # int64, len(terms) + 1 offsets into doc and tf
-    doc: np.ndarray         # int32 positions in ids, ascending within a term
-    tf: np.ndarray          # uint16 (uint32 if a count needs it) occurrences of the term in the chunk
+    doc: "np.ndarray | FileRows"  # int32 positions in ids, ascending within a term
+    tf: "np.ndarray | FileRows"   # uint16 (uint32 if a count needs it) occurrences of the term in the chunk
 
     @classmethod
     def empty(cls) -> "LexiconPart":
@@ -50,10 +55,12 @@ class LexiconPart:
     @classmethod
     def build(cls, ids: np.ndarray, texts: Iterable[str]) -> "LexiconPart":
         """The part of chunks `ids` (sorted) whose indexed texts are `texts`, in the same order."""
-        counter = _Counter()
-        texts = list(texts)
-        for start in range(0, len(texts), BLOCK):
-            counter.add(texts[start : start + BLOCK], start)
+        counter, texts, start = _Counter(), iter(texts), 0
+        while block := list(islice(texts, BLOCK)):  # a block at a time: the texts may stream from the store
+            counter.add(block, start)
+            start += len(block)
+        if start != len(ids):
+            raise ValueError(f"{len(ids)} chunk ids but {start} texts")
         return counter.part(np.asarray(ids, dtype=np.int64))
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -116,9 +123,10 @@ class _Counter:
         self.lengths.append(np.bincount(term_doc, minlength=len(texts)).astype(np.uint32))
         keys = np.sort(term_doc << 32 | term)
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
-        self.tfs.append(np.diff(np.r_[starts, len(keys)]))
-        self.docs.append((keys[starts] >> 32) + first)
-        self.terms.append(keys[starts] & 0xFFFFFFFF)
+        # kept compact (int32 positions and term ids, uint32 counts): a million chunks hold ~80M postings
+        self.tfs.append(np.diff(np.r_[starts, len(keys)]).astype(np.uint32))
+        self.docs.append(((keys[starts] >> 32) + first).astype(np.int32))
+        self.terms.append((keys[starts] & 0xFFFFFFFF).astype(np.int32))
 
     def _pieces(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(piece id, text index) of every white-space separated piece of `texts`, new pieces learnt."""
@@ -152,18 +160,24 @@ class _Counter:
         alphabetical = sorted(range(len(names)), key=names.__getitem__)  # code point order = UTF-8 byte order
         rank = np.empty(len(names), np.int64)
         rank[alphabetical] = np.arange(len(names))
-        term = rank[np.concatenate(self.terms)]
-        doc = np.concatenate(self.docs)
-        tf = np.concatenate(self.tfs)
+        term = rank.astype(np.int32)[np.concatenate(self.terms)]
+        self.terms.clear()
         order = np.argsort(term, kind="stable")  # docs stay ascending within a term
+        counts = np.bincount(term, minlength=len(names))
+        del term
+        doc = np.concatenate(self.docs)[order]
+        self.docs.clear()
+        tf = np.concatenate(self.tfs)[order]
+        self.tfs.clear()
+        del order
         encoded = [names[i].encode() for i in alphabetical]
         term_at = np.zeros(len(encoded) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=term_at[1:])
         indptr = np.zeros(len(names) + 1, np.int64)
-        np.cumsum(np.bincount(term, minlength=len(names)), out=indptr[1:])
+        np.cumsum(counts, out=indptr[1:])
         tf_type = np.uint16 if tf.max(initial=0) <= np.iinfo(np.uint16).max else np.uint32
         return LexiconPart(ids, np.concatenate(self.lengths), np.frombuffer(b"".join(encoded), np.uint8), term_at,
-                           indptr, doc[order].astype(np.int32), tf[order].astype(tf_type))
+                           indptr, doc, tf.astype(tf_type))
 
 
 @dataclass
@@ -197,32 +211,55 @@ class Lexicon:
 
     def matches(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, BM25 scores, higher is better) of every live chunk holding one of `terms`, in id
-        order. A term listed twice counts twice, as a phrase repeated in an FTS5 query does."""
-        n_docs, avgdl = len(self.live), self.avgdl
-        ids, contributions = [], []
+        order (the delta's chunks are newer than the base's). A term listed twice counts twice, as a
+        phrase repeated in an FTS5 query does."""
+        parts = (self.base, self.delta)
+        found = []  # per term, per part: (positions in the part, the term's score there)
         for term in terms:
-            hits = [self._live_postings(part, alive, term) for part, alive in zip((self.base, self.delta), self._alive)]
-            chunk = np.concatenate([h[0] for h in hits])
-            if not len(chunk):
+            runs = [self._live_postings(part, alive, term) for part, alive in zip(parts, self._alive)]
+            df = sum(len(doc) for doc, _ in runs)
+            if not df:
                 continue
-            tf = np.concatenate([h[1] for h in hits]).astype(np.float64)
-            length = np.concatenate([h[2] for h in hits]).astype(np.float64)
-            idf = np.log((n_docs - len(chunk) + 0.5) / (len(chunk) + 0.5))
+            idf = np.log((len(self.live) - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0.0 else 1e-6  # FTS5's floor for a term in more than half the chunks
-            # FTS5's expression, in its order of operations: the same doubles, the same ranking
-            contributions.append(idf * ((tf * (k1 + 1.0)) / (tf + k1 * (1 - b + b * length / avgdl))))
-            ids.append(chunk)
-        if not ids:
-            return np.empty(0, np.int64), np.empty(0)
-        every = np.concatenate(ids)
-        matched = unique_ids(every)
-        # bincount adds in input order: each chunk's terms are summed in query order, as FTS5 does
-        return matched, np.bincount(np.searchsorted(matched, every), np.concatenate(contributions), len(matched))
+            found.append([(doc, self._term_scores(idf, tf, part.length[doc], k1, b)) for (doc, tf), part in zip(runs, parts)])
+        ids, scores = [], []
+        for i, part in enumerate(parts):
+            ids_i, scores_i = _summed([term[i] for term in found], len(part.ids))
+            ids.append(part.ids[ids_i])
+            scores.append(scores_i)
+        return np.concatenate(ids), np.concatenate(scores)
+
+    def _term_scores(self, idf: float, tf: np.ndarray, length: np.ndarray, k1: float, b: float) -> np.ndarray:
+        tf, length = tf.astype(np.float64), length.astype(np.float64)
+        # FTS5's expression in its order of operations: the same doubles, the same ranking
+        return idf * ((tf * (k1 + 1.0)) / (tf + k1 * (1 - b + b * length / self.avgdl)))
 
     @staticmethod
-    def _live_postings(part: LexiconPart, alive: np.ndarray | None, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _live_postings(part: LexiconPart, alive: np.ndarray | None, term: str) -> tuple[np.ndarray, np.ndarray]:
         doc, tf = part.postings(term)
         if alive is not None and len(doc):
             keep = alive[doc]
             doc, tf = doc[keep], tf[keep]
-        return part.ids[doc], tf, part.length[doc]
+        return doc, tf
+
+
+DENSE_SHARE = 8  # a query whose postings exceed a part's chunks / this is summed in one array per part
+
+
+def _summed(runs: list[tuple[np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, summed scores) of the positions in `runs`, ascending. Either way a chunk's terms
+    are added in query order starting from 0.0, as FTS5 adds its phrases."""
+    total = sum(len(doc) for doc, _ in runs)
+    if total == 0:
+        return np.empty(0, np.int64), np.empty(0)
+    if total > n // DENSE_SHARE:  # a common word: one array over the part, no sort of a million matches
+        score, hit = np.zeros(n), np.zeros(n, bool)
+        for doc, contribution in runs:
+            score += np.bincount(doc, contribution, n)
+            hit[doc] = True
+        positions = np.flatnonzero(hit)
+        return positions, score[positions]
+    every = np.concatenate([doc for doc, _ in runs])
+    positions = unique_ids(every)
+    return positions, np.bincount(np.searchsorted(positions, every), np.concatenate([c for _, c in runs]), len(positions))

@@ -12,6 +12,8 @@ from typing import cast
 
 import numpy as np
 
+from ..index.lexicon import B, K1
+
 
 @dataclass(frozen=True)
 class PassCaps:
@@ -21,6 +23,8 @@ class PassCaps:
     lexical_n: int
     hops: int
     query_floor: float
+    bm25_k1: float = K1  # BM25's parameters: the lexical scores of a pass are made with them
+    bm25_b: float = B
 
     def covers(self, other: "PassCaps") -> bool:
         """Whether a pass under these caps holds everything a pass under `other` would (so scoring
@@ -30,6 +34,7 @@ class PassCaps:
             and self.lexical_n >= other.lexical_n
             and self.hops >= other.hops
             and self.query_floor <= other.query_floor
+            and (self.bm25_k1, self.bm25_b) == (other.bm25_k1, other.bm25_b)
         )
 
     @classmethod
@@ -40,7 +45,17 @@ class PassCaps:
             lexical_n=max(c.lexical_n for c in caps),
             hops=max(c.hops for c in caps),
             query_floor=min(c.query_floor for c in caps),
+            **shared_bm25(caps),
         )
+
+
+def shared_bm25(items) -> dict[str, float]:
+    """The one (k1, b) that params or caps share: a pass scores BM25 one way (ValueError otherwise)."""
+    found = {(x.bm25_k1, x.bm25_b) for x in items}
+    if len(found) > 1:
+        raise ValueError(f"one retrieval pass cannot score BM25 with different parameters: (k1, b) in {sorted(found)}")
+    k1, b = found.pop() if found else (K1, B)
+    return {"bm25_k1": k1, "bm25_b": b}
 
 
 @dataclass

@@ -30,12 +30,14 @@ class Params:
     link_weight: float       # share of the best linked file's score a candidate gains (0 = off)
     min_dense_evidence: float    # "no match" unless the best chunk's cosine reaches this ...
     min_lexical_evidence: float  # ... or BM25 evidence reaches this (ragx/search/evidence.py; 0 and 0 = off)
+    bm25_k1: float           # BM25 term-frequency saturation (FTS5's bm25(): 1.2)
+    bm25_b: float            # BM25 length normalisation, 0..1 (FTS5's bm25(): 0.75)
 
     def caps(self) -> "PassCaps":
         """The retrieval pass these params need."""
         from .candidates import PassCaps
 
-        return PassCaps(self.dense_n, self.lexical_n, self.hops, self.query_floor)
+        return PassCaps(self.dense_n, self.lexical_n, self.hops, self.query_floor, self.bm25_k1, self.bm25_b)
 
     def replace(self, **changes) -> "Params":
         return dataclasses.replace(self, **changes)

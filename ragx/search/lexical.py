@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ManifestMismatchError
 from ..index.lexicon import B, K1
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +43,8 @@ def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b:
     words = query_words(text)
     if not words:
         return np.empty(0, np.int64), np.empty(0)
+    if snap.lexicon is None and (k1, b) != (K1, B):
+        raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b} need BM25 postings, which this index predates: run `ragx index`")
     if snap.lexicon is not None:
         from ..index.fts_tokens import shared
 
