@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes import HashEmbedder, make_corpus
+from test_incremental_graph import edit
 
 from ragx.api import Corpus
 from ragx.config import load_settings
@@ -91,6 +92,21 @@ def test_postings_score_every_match_as_fts5_does_across_parts_and_deletions(dens
         assert_same(postings_scores(lexicon, query), fts5_scores({i: texts[i] for i in live.tolist()}, query))
 
 
+def test_a_merged_delta_equals_one_built_from_its_texts():
+    older = {3: "bread oven yeast", 5: "comet orbit bread", 8: "Straße µm cells", 9: "flour"}
+    newer = {12: "oven oven telescope", 15: "cells epidemiology possibly"}
+    part = LexiconPart.build(np.array(sorted(older)), [older[i] for i in sorted(older)])
+    keep = np.array([i != 5 for i in sorted(older)])  # chunk 5 was deleted
+    merged = part.merged(keep, LexiconPart.build(np.array(sorted(newer)), [newer[i] for i in sorted(newer)]))
+    texts = {i: t for i, t in older.items() if i != 5} | newer
+    built = LexiconPart.build(np.array(sorted(texts)), [texts[i] for i in sorted(texts)])
+    live = np.array(sorted(texts))
+    for query in ("bread", "oven cells", "comet", "straße flour possibly"):  # a term only 5 held scores nothing
+        assert_same(postings_scores(Lexicon(merged, LexiconPart.empty(), live), query),
+                    postings_scores(Lexicon(built, LexiconPart.empty(), live), query))
+    assert merged.ids.tolist() == built.ids.tolist() and merged.length.tolist() == built.length.tolist()
+
+
 def test_k1_and_b_change_the_scores_and_the_defaults_are_fts5s():
     texts = ["bread bread bread oven", "bread " + "filler " * 40, "oven yeast"]
     part = LexiconPart.build(np.arange(3), texts)
@@ -127,15 +143,6 @@ def assert_postings_rank_as_fts5(root: Path) -> None:
             np.testing.assert_allclose(scores, fts_scores, rtol=1e-12, atol=1e-12)
     finally:
         store.close()
-
-
-def edit(root: Path, step: int) -> None:
-    kinds = [
-        lambda: (root / "cooking-2.md").write_text(f"# cooking 2\n\nstars telescope orbit comet bread oven {step}\n", encoding="utf-8"),
-        lambda: (root / f"sailing-{step % 6}.md").unlink(missing_ok=True),
-        lambda: (root / f"new-{step}.md").write_text(f"# new {step}\n\nanchor harbour galaxies nebula flour yeast\n", encoding="utf-8"),
-    ]
-    kinds[step % 3]()
 
 
 def test_incremental_runs_link_the_postings_base_write_a_delta_and_rank_as_fts5(tmp_path, fake_model):

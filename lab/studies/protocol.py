@@ -60,11 +60,15 @@ class Heldout:
 
 
 def select(bench: Bench, train_res, test_res, objective: str = "nDCG@10") -> Heldout:
+    return choose(train_res, test_res, None if not bench.cv else bench.folds(), objective)
+
+
+def choose(train_res, test_res, folds: np.ndarray | None, objective: str = "nDCG@10") -> Heldout:
+    """The configuration best on train (`folds` None), or per fold on the other folds of the test queries."""
     labels = list(test_res)
-    if not bench.cv:
+    if folds is None:
         best = max(labels, key=lambda lab: (train_res[lab][objective].mean(), -labels.index(lab)))
         return Heldout([best], dict(test_res[best]), float(train_res[best][objective].mean()))
-    folds = bench.folds()
     metrics = next(iter(test_res.values())).keys()
     values = {m: np.zeros(len(folds)) for m in metrics}
     chosen, train_means = [], []

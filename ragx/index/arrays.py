@@ -29,7 +29,7 @@ from .layout import Layout
 from .plan import ChangeSet
 from .repair import assign_communities, exact_is_cheap, repair_knn
 from .lexicon import LexiconPart
-from .snapshot import GRAPH, HNSW, LEXICON, LEXICON_DELTA, LexiconFiles, Snapshot, graph_base_linkable, lexicon_ids, verify
+from .snapshot import GRAPH, HNSW, LEXICON, LEXICON_DELTA, LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex
@@ -180,20 +180,18 @@ def build_arrays(
 
 def _lexicon(store: Store, manifest: dict, change: ChangeSet, vec: _Vectors) -> LexiconFiles:
     """BM25's postings: a delta of the chunks added since the current generation's base (the base
-    hard-linked) while that and the deleted chunks stay within the vectors' budget, else a new base
-    of every live chunk (the texts of kept chunks read back from the store)."""
+    hard-linked; the previous delta's live chunks merged with this run's) while that and the deleted
+    chunks stay within the vectors' budget, else a new base of every live chunk (the texts of kept
+    chunks read back from the store)."""
     new_texts = [chunk.embed_text for _, chunk in change.chunks]
     checksums = manifest.get("checksums") or {}
-    parts = lexicon_ids(vec.old.folder) if vec.old is not None and LEXICON in checksums else None
-    if parts is not None:
-        assert vec.old is not None
-        verify(vec.old.folder, checksums, (LEXICON, LEXICON_DELTA))  # the base is linked, the delta re-read from the store
-        base_ids, delta_ids = parts
-        kept_delta = delta_ids[find_sorted(vec.live, delta_ids)[1]]
-        dead = len(base_ids) - int(find_sorted(vec.live, base_ids)[1].sum())
-        if len(kept_delta) + len(change.new_ids) + dead <= budget(len(vec.live)):
-            delta = LexiconPart.build(np.concatenate([kept_delta, change.new_ids]), chain(_stored_texts(store, kept_delta), new_texts))
-            return LexiconFiles(None, delta, (vec.old.folder, checksums))
+    if vec.old is not None and LEXICON in checksums:
+        verify(vec.old.folder, checksums, (LEXICON, LEXICON_DELTA))  # the base is linked, the delta merged
+        base_ids, delta = lexicon_parts(vec.old.folder)
+        keep = find_sorted(vec.live, delta.ids)[1]
+        dead = len(base_ids) - (len(vec.kept_old) - int(keep.sum()))  # a kept chunk is in the base or the delta
+        if int(keep.sum()) + len(change.new_ids) + dead <= budget(len(vec.live)):
+            return LexiconFiles(None, delta.merged(keep, LexiconPart.build(change.new_ids, new_texts)), (vec.old.folder, checksums))
     return LexiconFiles(LexiconPart.build(vec.live, chain(_stored_texts(store, vec.kept_old), new_texts)), LexiconPart.empty())
 
 

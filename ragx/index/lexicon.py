@@ -66,6 +66,28 @@ class LexiconPart:
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in PART_ARRAYS}
 
+    def terms(self) -> list[bytes]:
+        return [bytes(self.term_bytes[a:b]) for a, b in zip(self.term_at[:-1].tolist(), self.term_at[1:].tolist())]
+
+    def merged(self, keep: np.ndarray, newer: "LexiconPart") -> "LexiconPart":
+        """This part's chunks where `keep` (a mask over ids), then `newer`'s (every id above ours): the
+        next delta, from two small parts' arrays instead of their texts (O(postings), no tokenizer)."""
+        doc, tf = np.asarray(self.doc), np.asarray(self.tf)
+        term = np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
+        kept = keep[doc]
+        renumber = np.cumsum(keep) - 1  # old position -> position among the kept chunks
+        names = sorted(set(self.terms()) | set(newer.terms()))
+        index = {t: i for i, t in enumerate(names)}
+        ours = np.fromiter(map(index.__getitem__, self.terms()), np.int64, len(self.indptr) - 1)
+        theirs = np.fromiter(map(index.__getitem__, newer.terms()), np.int64, len(newer.indptr) - 1)
+        all_terms = np.concatenate([ours[term[kept]], theirs[np.repeat(np.arange(len(newer.indptr) - 1), np.diff(newer.indptr))]])
+        all_docs = np.concatenate([renumber[doc[kept]], np.asarray(newer.doc) + int(keep.sum())])
+        all_tf = np.concatenate([tf[kept].astype(np.uint32), np.asarray(newer.tf).astype(np.uint32)])
+        order = np.argsort(all_terms, kind="stable")  # ours first within a term: positions stay ascending
+        return _part(np.concatenate([np.asarray(self.ids)[keep], newer.ids]),
+                     np.concatenate([np.asarray(self.length)[keep], newer.length]).astype(np.uint32),
+                     names, np.bincount(all_terms, minlength=len(names)), all_docs[order].astype(np.int32), all_tf[order])
+
     def check(self) -> bool:
         """Lengths agree (a damaged or foreign file is refused before any query reads it)."""
         n_terms = len(self.term_at) - 1
@@ -170,14 +192,17 @@ class _Counter:
         tf = np.concatenate(self.tfs)[order]
         self.tfs.clear()
         del order
-        encoded = [names[i].encode() for i in alphabetical]
-        term_at = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=term_at[1:])
-        indptr = np.zeros(len(names) + 1, np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        tf_type = np.uint16 if tf.max(initial=0) <= np.iinfo(np.uint16).max else np.uint32
-        return LexiconPart(ids, np.concatenate(self.lengths), np.frombuffer(b"".join(encoded), np.uint8), term_at,
-                           indptr, doc, tf.astype(tf_type))
+        return _part(ids, np.concatenate(self.lengths), [names[i].encode() for i in alphabetical], counts, doc, tf)
+
+
+def _part(ids: np.ndarray, length: np.ndarray, terms: list[bytes], counts: np.ndarray, doc: np.ndarray, tf: np.ndarray) -> LexiconPart:
+    """A part from its sorted terms, each term's posting count, and the postings in term order."""
+    term_at = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, terms), np.int64, len(terms)), out=term_at[1:])
+    indptr = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    tf_type = np.uint16 if tf.max(initial=0) <= np.iinfo(np.uint16).max else np.uint32
+    return LexiconPart(ids, length, np.frombuffer(b"".join(terms), np.uint8), term_at, indptr, doc, tf.astype(tf_type))
 
 
 @dataclass

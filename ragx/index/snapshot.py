@@ -289,13 +289,11 @@ class LexiconFiles:
         return {LEXICON: self.base_from[1][LEXICON]}
 
 
-def lexicon_ids(folder: Path) -> tuple[np.ndarray, np.ndarray] | None:
-    """(base ids, delta ids) of a generation's postings, None when it has none."""
-    if not (folder / LEXICON).exists():
-        return None
-    base = np.asarray(mapped_npz(folder / LEXICON, ("ids",))[0])
-    delta = np.asarray(mapped_npz(folder / LEXICON_DELTA, ("ids",))[0]) if (folder / LEXICON_DELTA).exists() else np.empty(0, np.int64)
-    return base, delta
+def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:
+    """(the base part's chunk ids, the whole delta part) of a generation that has postings."""
+    base = mapped_npz(folder / LEXICON, ("ids",))[0]  # mapped: its length is all a run needs
+    has_delta = (folder / LEXICON_DELTA).exists()
+    return base, LexiconPart(*mapped_npz(folder / LEXICON_DELTA, PART_ARRAYS)) if has_delta else LexiconPart.empty()
 
 
 def _lexicon(folder: Path, live: np.ndarray) -> Lexicon | None:
