@@ -102,3 +102,35 @@ def test_import_refuses_other_settings_an_existing_index_and_a_damaged_archive(e
     assert query(capsys, origin) == before
     code, _, err = call(capsys, "import", str(tmp_path / "missing.tar.gz"), "--root", str(copy))
     assert code == 2 and "not a file" in err
+
+
+def test_an_export_from_before_the_bm25_postings_imports_and_gains_them_on_the_next_run(exported, capsys, tmp_path):
+    """An archive as an older ragx wrote it: no lexicon files, none in its manifest's checksums."""
+    import sqlite3
+
+    from ragx.index.snapshot import LEXICON, LEXICON_DELTA
+    from ragx.index.transfer import DB, FINGERPRINT, _sha256, _write_tar
+
+    origin, archive, copy = exported
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    db = sqlite3.connect(unpacked / DB)
+    checksums = json.loads(db.execute("SELECT value FROM manifest WHERE key = 'checksums'").fetchone()[0])
+    with db:
+        db.execute("UPDATE manifest SET value = ? WHERE key = 'checksums'",
+                   (json.dumps({k: v for k, v in checksums.items() if k not in (LEXICON, LEXICON_DELTA)}, sort_keys=True),))
+    db.close()
+    fingerprint = json.loads((unpacked / FINGERPRINT).read_text())
+    members = {name: unpacked / name for name in fingerprint["members"] if not name.startswith(("gen/lexicon",))}
+    fingerprint["members"] = {name: _sha256(path) for name, path in members.items()}
+    old = tmp_path / "old.tar.gz"
+    _write_tar(old, fingerprint, members)
+
+    code, _, err = call(capsys, "import", str(old), "--root", str(copy), "--json")
+    assert code == 0, err
+    assert query(capsys, copy) == query(capsys, origin)  # BM25 from the FTS5 table until then
+    assert call(capsys, "index", "--root", str(copy), "--json")[0] == 0  # nothing changed: the postings are written
+    gens = sorted((copy / ".ragx").glob("gen-*"))
+    assert (gens[-1] / LEXICON).exists()
+    assert query(capsys, copy) == query(capsys, origin)

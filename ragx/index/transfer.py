@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError
 from .layout import Layout
 from .snapshot import FILES as GEN_FILES
+from .snapshot import OPTIONAL as GEN_OPTIONAL
 from .snapshot import Snapshot
 from .store import Store
 
@@ -41,6 +42,8 @@ FINGERPRINT = "ragx-export.json"
 DB = "index.sqlite"
 IDENTITY_KEYS = ("schema_version", "embedder", "dim", "chunking", "graph")
 MEMBERS = {FINGERPRINT, DB, *(f"gen/{name}" for name in GEN_FILES)}
+# a generation written before a file existed has none (an export of it, or by an older ragx, neither)
+REQUIRED = MEMBERS - {f"gen/{name}" for name in GEN_OPTIONAL}
 
 
 def export_index(layout: Layout, target: Path) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def export_index(layout: Layout, target: Path) -> dict[str, Any]:
             fingerprint = _fingerprint_of(copy)
             gen = layout.gen(int(fingerprint["generation"]))
             Snapshot.load(gen)  # refuse to export arrays that do not load
-            members = {DB: copy, **{f"gen/{n}": gen / n for n in GEN_FILES}}
+            members = {DB: copy, **{f"gen/{n}": gen / n for n in GEN_FILES if n not in GEN_OPTIONAL or (gen / n).exists()}}
             fingerprint["members"] = {name: _sha256(path) for name, path in members.items()}
             _write_tar(target, fingerprint, members)
         finally:
@@ -144,8 +147,8 @@ def read_archive(source: Path, into: Path) -> dict[str, Any]:
         with tarfile.open(source, "r:*") as tar:
             names = {m.name for m in tar.getmembers()}
             bad = [m.name for m in tar.getmembers() if not m.isfile() or m.name not in MEMBERS]
-            if bad or names != MEMBERS:
-                raise CorruptIndexError(f"{source} is not a ragx export (unexpected or missing members: {sorted(bad or MEMBERS ^ names)[:3]})")
+            if bad or not REQUIRED <= names:
+                raise CorruptIndexError(f"{source} is not a ragx export (unexpected or missing members: {sorted(bad or REQUIRED - names)[:3]})")
             tar.extractall(into, filter="data")
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise UsageError(f"cannot read {source}: {exc}") from None
