@@ -350,7 +350,7 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
     """
     import numpy as np
 
-    from .index.snapshot import HINT, Snapshot, damaged
+    from .index.snapshot import HINT, Snapshot, damaged, load_lexicon
 
     problems = store.integrity_problems() if deep else []
     ids, file_ids = store.chunk_files()
@@ -373,6 +373,9 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
             problems.append(f"vectors have dimension {snap.vectors.shape[1]}, manifest says {manifest['dim']}: {HINT}")
         if deep:
             snap.vindex.get(ids)  # raises if any live chunk lacks a vector
+            lexicon = load_lexicon(folder, snap.ids)
+            if lexicon is not None and not lexicon.covers_live():
+                problems.append(f"BM25's postings miss live chunks: {HINT}")
             if not np.isfinite(snap.vectors).all():
                 problems.append(f"vectors hold non-finite values: {HINT}")
             in_sql = store.counted_in_sql()

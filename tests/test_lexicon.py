@@ -212,3 +212,39 @@ def test_a_generation_without_postings_searches_with_fts5_and_gains_them_on_the_
     assert_postings_rank_as_fts5(tmp_path)
     assert json.dumps(Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)["results"]) == \
         json.dumps(before["results"])
+
+
+def test_deep_status_finds_postings_that_miss_a_live_chunk(tmp_path, fake_model):
+    from ragx.index.snapshot import file_checksum, load_lexicon, save_mappable_npz
+
+    make_corpus(tmp_path)
+    index(tmp_path)
+    assert Corpus(tmp_path).status(deep=True)["consistent"]
+    store, snap, manifest = loaded(tmp_path)
+    try:  # postings rewritten without the last chunk, with a matching checksum: damage no hash can see
+        lexicon = load_lexicon(snap.folder, snap.ids)
+        assert lexicon is not None
+        part = lexicon.base
+        n = len(part.ids) - 1  # the last chunk's position
+        short = LexiconPart(np.asarray(part.ids[:n]), np.asarray(part.length[:n]), np.asarray(part.term_bytes),
+                            np.asarray(part.term_at), *_without_position(part, n))
+        (snap.folder / LEXICON).unlink()  # a hard link shared with no one here, but never written in place
+        with open(snap.folder / LEXICON, "wb") as fh:
+            save_mappable_npz(fh, **short.arrays())
+        with store.db:
+            Store.write_manifest(store.db, {"checksums": manifest["checksums"] | {LEXICON: file_checksum(snap.folder / LEXICON)}})
+    finally:
+        store.close()
+    status = Corpus(tmp_path).status(deep=True)
+    assert not status["consistent"]
+    assert any("BM25's postings miss live chunks" in p for p in status["problems"])
+
+
+def _without_position(part: LexiconPart, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, doc, tf) of a part with position n's postings removed."""
+    doc, tf = np.asarray(part.doc[0 : len(part.doc)]), np.asarray(part.tf[0 : len(part.tf)])
+    term = np.repeat(np.arange(len(part.indptr) - 1), np.diff(part.indptr))
+    keep = doc != n
+    indptr = np.zeros(len(part.indptr), np.int64)
+    np.cumsum(np.bincount(term[keep], minlength=len(part.indptr) - 1), out=indptr[1:])
+    return indptr, doc[keep], tf[keep]

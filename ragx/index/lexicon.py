@@ -234,6 +234,11 @@ class Lexicon:
         must not search a million ids; a live chunk missing from both parts is damage the checksums catch)."""
         return self.base.check() and self.delta.check() and len(self.base.ids) + len(self.delta.ids) >= len(self.live)
 
+    def covers_live(self) -> bool:
+        """Every live chunk is in a part (O(chunks): `ragx status --deep`, not a query's load)."""
+        stored = np.concatenate([np.asarray(self.base.ids), np.asarray(self.delta.ids)])  # delta ids follow the base's
+        return bool(find_sorted(stored, self.live)[1].all())
+
     def matches(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, BM25 scores, higher is better) of every live chunk holding one of `terms`, in id
         order (the delta's chunks are newer than the base's). A term listed twice counts twice, as a

@@ -162,7 +162,7 @@ class Snapshot:
         try:
             ids, file_ids, stored = _read_vectors(folder)
             graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
-            lexicon = _lexicon(folder, ids) if with_ann else None
+            lexicon = load_lexicon(folder, ids) if with_ann else None
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
         slots = stored.slots(ids)
@@ -296,7 +296,7 @@ def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:
     return base, LexiconPart(*mapped_npz(folder / LEXICON_DELTA, PART_ARRAYS)) if has_delta else LexiconPart.empty()
 
 
-def _lexicon(folder: Path, live: np.ndarray) -> Lexicon | None:
+def load_lexicon(folder: Path, live: np.ndarray) -> Lexicon | None:
     """The generation's postings, memory-mapped; None for a generation from before them."""
     if not (folder / LEXICON).exists():
         return None
