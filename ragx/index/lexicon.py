@@ -2,13 +2,13 @@
 
 Why not FTS5's `bm25()` alone: it spends ~2 us on every matching row, so a 4-word query matching 9k of
 a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (notes/lexical-at-scale.md).
-Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (older
-generations and `--lexical fts5` use it); the terms are FTS5's own (fts_tokens.py) and the score is
-FTS5's formula, so both paths rank alike, and k1 and b become settings.
+Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (a
+generation written before the postings is searched through it); the terms are FTS5's own
+(fts_tokens.py) and the score is FTS5's formula, so both paths rank alike, and k1 and b become settings.
 
 A generation holds a base part (lexicon.npz) and a delta part (lexicon-delta.npz) of the chunks added
-since the base was written, like the vectors and the graph: an incremental run re-reads only the delta's
-texts and hard-links the base. Chunks deleted since are still in the parts; a query drops them (they
+since the base was written, like the vectors and the graph: an incremental run merges the previous
+delta with the new chunks' postings and hard-links the base. Chunks deleted since are still in the parts; a query drops them (they
 are not among the snapshot's live ids), so the document counts and lengths BM25 uses are the live ones.
 
 A part: `ids` (sorted chunk ids) and `length` (terms per chunk); the terms sorted by their UTF-8
@@ -73,20 +73,24 @@ class LexiconPart:
         """This part's chunks where `keep` (a mask over ids), then `newer`'s (every id above ours): the
         next delta, from two small parts' arrays instead of their texts (O(postings), no tokenizer)."""
         doc, tf = np.asarray(self.doc), np.asarray(self.tf)
-        term = np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
         kept = keep[doc]
         renumber = np.cumsum(keep) - 1  # old position -> position among the kept chunks
-        names = sorted(set(self.terms()) | set(newer.terms()))
+        our_terms, their_terms = self.terms(), newer.terms()
+        names = sorted(set(our_terms) | set(their_terms))
         index = {t: i for i, t in enumerate(names)}
-        ours = np.fromiter(map(index.__getitem__, self.terms()), np.int64, len(self.indptr) - 1)
-        theirs = np.fromiter(map(index.__getitem__, newer.terms()), np.int64, len(newer.indptr) - 1)
-        all_terms = np.concatenate([ours[term[kept]], theirs[np.repeat(np.arange(len(newer.indptr) - 1), np.diff(newer.indptr))]])
+        ours = np.fromiter(map(index.__getitem__, our_terms), np.int64, len(our_terms))
+        theirs = np.fromiter(map(index.__getitem__, their_terms), np.int64, len(their_terms))
+        all_terms = np.concatenate([ours[self._posting_terms()[kept]], theirs[newer._posting_terms()]])
         all_docs = np.concatenate([renumber[doc[kept]], np.asarray(newer.doc) + int(keep.sum())])
         all_tf = np.concatenate([tf[kept].astype(np.uint32), np.asarray(newer.tf).astype(np.uint32)])
         order = np.argsort(all_terms, kind="stable")  # ours first within a term: positions stay ascending
         return _part(np.concatenate([np.asarray(self.ids)[keep], newer.ids]),
                      np.concatenate([np.asarray(self.length)[keep], newer.length]).astype(np.uint32),
                      names, np.bincount(all_terms, minlength=len(names)), all_docs[order].astype(np.int32), all_tf[order])
+
+    def _posting_terms(self) -> np.ndarray:
+        """The term index of each posting (the postings are grouped by term)."""
+        return np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
 
     def check(self) -> bool:
         """Lengths agree (a damaged or foreign file is refused before any query reads it)."""
@@ -154,12 +158,12 @@ class _Counter:
         """(piece id, text index) of every white-space separated piece of `texts`, new pieces learnt."""
         joined = f" {BREAK} ".join(texts)
         per_text = joined.count(BREAK) != max(len(texts) - 1, 0)  # a text holds the break character itself
-        pieces = [p for t in texts for p in t.split()] if per_text else joined.split()
+        split = [t.split() for t in texts] if per_text else [joined.split()]
+        pieces = [p for one in split for p in one]
         self._learn([p for p in dict.fromkeys(pieces) if p not in self.piece_id])
         pid = np.fromiter(map(self.piece_id.__getitem__, pieces), np.int64, len(pieces))
         if per_text:
-            counts = np.fromiter((len(t.split()) for t in texts), np.int64, len(texts))
-            return pid, np.repeat(np.arange(len(texts)), counts)
+            return pid, np.repeat(np.arange(len(texts)), np.fromiter(map(len, split), np.int64, len(split)))
         return pid, np.cumsum(pid == self.piece_id.get(BREAK, -1))
 
     def _learn(self, new: list[str]) -> None:

@@ -202,8 +202,8 @@ class Snapshot:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
 
     def write(
-        self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None = None,
-        graph_from: tuple[Path, dict[str, str]] | None = None, lexicon: "LexiconFiles | None" = None,
+        self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None,
+        graph_from: tuple[Path, dict[str, str]] | None, lexicon: "LexiconFiles",
     ) -> dict[str, str]:
         """Write every file into a temporary folder, fsync, then rename it to `target` in one step.
 
@@ -223,9 +223,7 @@ class Snapshot:
                 save_mappable_npz(fh, ids=rows.ids, indptr=rows.indptr, nbr=rows.nbr, weight=rows.weight)
         with open(tmp / DELTA, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
-        checksums: dict[str, str] = {}
-        if lexicon is not None:
-            checksums |= lexicon.write(tmp)
+        checksums = lexicon.write(tmp)
         if graph_from is not None:
             _link_or_copy(graph_from[0] / GRAPH, tmp / GRAPH)
             checksums[GRAPH] = graph_from[1][GRAPH]
@@ -239,7 +237,7 @@ class Snapshot:
             assert vindex is not None, "a new base needs its HNSW index"
             vindex.save(tmp / HNSW)
         for name in FILES:
-            if name not in checksums and (name not in (LEXICON, LEXICON_DELTA) or lexicon is not None):
+            if name not in checksums:
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
                 checksums[name] = file_checksum(tmp / name)
@@ -292,18 +290,19 @@ class LexiconFiles:
 def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:
     """(the base part's chunk ids, the whole delta part) of a generation that has postings."""
     base = mapped_npz(folder / LEXICON, ("ids",))[0]  # mapped: its length is all a run needs
-    has_delta = (folder / LEXICON_DELTA).exists()
-    return base, LexiconPart(*mapped_npz(folder / LEXICON_DELTA, PART_ARRAYS)) if has_delta else LexiconPart.empty()
+    return base, _lexicon_part(folder / LEXICON_DELTA)
 
 
 def load_lexicon(folder: Path, live: np.ndarray) -> Lexicon | None:
     """The generation's postings, memory-mapped; None for a generation from before them."""
     if not (folder / LEXICON).exists():
         return None
-    base = LexiconPart(*mapped_npz(folder / LEXICON, PART_ARRAYS, read=POSTINGS))
-    has_delta = (folder / LEXICON_DELTA).exists()
-    delta = LexiconPart(*mapped_npz(folder / LEXICON_DELTA, PART_ARRAYS, read=POSTINGS)) if has_delta else LexiconPart.empty()
-    return Lexicon(base, delta, live)
+    return Lexicon(_lexicon_part(folder / LEXICON, POSTINGS), _lexicon_part(folder / LEXICON_DELTA, POSTINGS), live)
+
+
+def _lexicon_part(path: Path, read: tuple[str, ...] = ()) -> LexiconPart:
+    """A postings file (its `read` arrays read slice by slice, the rest mapped); absent, an empty part."""
+    return LexiconPart(*mapped_npz(path, PART_ARRAYS, read=read)) if path.exists() else LexiconPart.empty()
 
 
 def graph_base_linkable(folder: Path) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ManifestMismatchError
+from ..index.fts_tokens import shared
 from ..index.lexicon import B, K1
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,8 +47,6 @@ def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b:
     if snap.lexicon is None and (k1, b) != (K1, B):
         raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b} need BM25 postings, which this index predates: run `ragx index`")
     if snap.lexicon is not None:
-        from ..index.fts_tokens import shared
-
         ids, scores = snap.lexicon.matches(shared().of_words(words), k1, b)
     else:
         # Inside double quotes FTS5 reads a string (a phrase), never syntax; a word holds no quote to escape.
