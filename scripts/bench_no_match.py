@@ -35,7 +35,7 @@ from ragx.scoring.candidates import PassCaps  # noqa: E402
 from ragx.search.evidence import decide, signals  # noqa: E402
 from ragx.search.retrieve import retrieval_pass  # noqa: E402
 
-DATA = ROOT.parent.parent / "shared" / "data"
+DATA = ROOT.parent / "shared" / "data"  # ../shared/data beside the checkout; --data overrides
 COLLECTIONS = ("scifact", "cranfield", "musique-small", "dendron-vault")
 
 
@@ -73,12 +73,12 @@ def _signals_on(corpus_dir: Path, query_sets: dict[str, list[str]]) -> dict[str,
     return out
 
 
-def collect(query_names: list[str], corpus_names: list[str], split: str) -> dict[tuple[str, str], np.ndarray]:
+def collect(query_names: list[str], corpus_names: list[str], split: str, data: Path) -> dict[tuple[str, str], np.ndarray]:
     """(queries collection, corpus collection) -> evidence array."""
-    query_sets = {n: _queries(DATA / n, split) for n in query_names}
+    query_sets = {n: _queries(data / n, split) for n in query_names}
     table = {}
     for corpus_name in corpus_names:
-        d = DATA / corpus_name
+        d = data / corpus_name
         corpus_dir = materialise(d, cache_dir_for(d), []).corpus_dir
         for q_name, arr in _signals_on(corpus_dir, query_sets).items():
             table[(q_name, corpus_name)] = arr
@@ -124,12 +124,13 @@ def main() -> None:
     ap.add_argument("--max-loss", type=float, default=0.005)
     ap.add_argument("--min-dense", type=float, default=None)
     ap.add_argument("--min-lexical", type=float, default=None)
+    ap.add_argument("--data", type=Path, default=DATA, help="the folder holding the collections (default ../shared/data)")
     args = ap.parse_args()
     corpora = args.collections
-    queries = [n for n in corpora if args.split in splits_of(DATA / n)] if args.split == "train" else corpora
+    queries = [n for n in corpora if args.split in splits_of(args.data / n)] if args.split == "train" else corpora
     if args.calibrate and args.split != "train":
         sys.exit("--calibrate works on --split train only (never tune on test)")
-    table = collect(queries, corpora, args.split)
+    table = collect(queries, corpora, args.split, args.data.resolve())
     if args.calibrate:
         td, tl = calibrate(table, args.max_loss)
         print(f"calibrated on train: min_dense_evidence = {td}, min_lexical_evidence = {tl}")
