@@ -1,4 +1,4 @@
-"""Start-up latency of one-shot commands: cold `ragx query --json`, `ragx status --json`, and the MCP
+"""Start-up latency of one-shot commands: cold `ragx query --json`, `ragx status` (--json and plain), and the MCP
 handshake (process start -> `initialize` answered), medians of N runs each, this checkout against an
 older install in the same run (runs interleaved, so machine load hits both alike).
 
@@ -98,6 +98,7 @@ def main() -> None:
     tasks = {
         "cold query --json": lambda r, e, i: _timed([r, "query", QUERIES[i % len(QUERIES)], "--json", "--root", str(root)], e),
         "status --json": lambda r, e, i: _timed([r, "status", "--json", "--root", str(root)], e),
+        "status": lambda r, e, i: _timed([r, "status", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
     load_before = os.getloadavg()[0]  # a shared machine: say how busy it was, before and after

@@ -13,7 +13,7 @@ from fakes import make_corpus
 from fakes_registration import RAGX_TOML
 
 TESTS = Path(__file__).resolve().parent
-# Never needed by a --json query or status: the text console, the MCP SDK, the index builder, the
+# Never needed by a --json query or by status (plain lines): the text console, the MCP SDK, the index builder, the
 # evaluation code, onnxruntime (a one-shot query embeds in numpy), torch.
 # pydantic: typer 0.29 builds a pydantic TypeAdapter per CLI parameter (pyproject pins typer below it).
 NOT_FOR_READS = ("rich", "mcp", "mcp_types", "pydantic", "ragx.index.build", "ragx.eval", "onnxruntime", "torch", "transformers")
@@ -48,7 +48,7 @@ def indexed(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("args", [["status", "--json"], ["query", "comet telescope", "--json"]])
+@pytest.mark.parametrize("args", [["status", "--json"], ["status"], ["query", "comet telescope", "--json"]])
 def test_json_reads_import_nothing_they_do_not_use(indexed, tmp_path, args):
     code, mods = _modules_after([*args, "--root", str(indexed)], tmp_path)
     assert code == 0

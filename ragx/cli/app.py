@@ -88,6 +88,13 @@ RootOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
 
+def say(line: str) -> None:
+    """One plain line on stdout, made safe by `visible`: human output without styling (`ragx status`)
+    that then never imports rich (~40-90 ms of a one-shot command) and never reads a `[` in a path
+    as markup."""
+    sys.stdout.write(visible(line) + "\n")
+
+
 def emit_json(schema: str, payload: dict[str, Any]) -> None:
     text = schemas.dumps(schemas.document(schema, payload))
     sys.stdout.write((redact(text) if schema in _SETTINGS_SCHEMAS else text) + "\n")

@@ -10,7 +10,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, EXIT_ERROR
-from .app import JsonOpt, RootOpt, app, emit_json, out
+from .app import JsonOpt, RootOpt, app, emit_json, say
 
 
 @app.command("status")
@@ -29,17 +29,17 @@ def status_command(
         emit_json(schemas.STATUS, info)
         raise typer.Exit(code)
     if not info["indexed"]:
-        out.print(f"{info['root']}: not indexed yet (run `ragx index`)")
+        say(f"{info['root']}: not indexed yet (run `ragx index`)")
     else:
-        out.print(f"root        {info['root']}")
-        out.print(f"model       {info['model']} (dim {info['dim']})")
-        out.print(f"files       {info['files']}")
-        out.print(f"chunks      {info['chunks']}")
-        out.print(f"edges       {info['edges']}  (k={info['graph']['k']}, min_sim={info['graph']['min_sim']})")
-        out.print(f"communities {info['communities']}")
-        out.print(f"updated     {info['updated_at']}")
+        say(f"root        {info['root']}")
+        say(f"model       {info['model']} (dim {info['dim']})")
+        say(f"files       {info['files']}")
+        say(f"chunks      {info['chunks']}")
+        say(f"edges       {info['edges']}  (k={info['graph']['k']}, min_sim={info['graph']['min_sim']})")
+        say(f"communities {info['communities']}")
+        say(f"updated     {info['updated_at']}")
         state = "consistent" if info["consistent"] else "INCONSISTENT: " + "; ".join(info["problems"])
-        out.print(f"integrity   {state}")
+        say(f"integrity   {state}")
     d = info.get("drift")
     if d is not None:
         line = f"drift       {d['new']} new, {d['changed']} changed, {d['deleted']} deleted"
@@ -47,7 +47,7 @@ def status_command(
             line += f", {d['unreadable']} unreadable"
         if info.get("skipped"):
             line += f"; {info['skipped']} files skipped (binary, too large or not UTF-8)"
-        out.print(line)
+        say(line)
         _print_drifted(info.get("drifted") or {})
     raise typer.Exit(code)
 
@@ -59,6 +59,6 @@ def _print_drifted(drifted: dict) -> None:
     for kind in ("changed", "new", "deleted"):
         paths = drifted.get(kind, [])
         for path in paths[:SHOWN_PATHS]:
-            out.print(f"  {kind}: {path}", markup=False, highlight=False)
+            say(f"  {kind}: {path}")
         if len(paths) > SHOWN_PATHS:
-            out.print(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")
+            say(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")
