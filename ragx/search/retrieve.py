@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
+from ..index.vectors import rescore_pool
 from ..lookup import find_sorted, unique_ids  # unique_ids, not np.unique: see there
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_matches
@@ -73,7 +74,8 @@ def _dense_seeds(snap: Snapshot, query_vecs: np.ndarray, n: int, allowed: np.nda
         return []
     if allowed is not None:
         return [_exact_dense(snap, allowed, v, n) for v in query_vecs]
-    return [_exact_dense(snap, snap.positions(snap.vindex.search(v, n, len(snap.ids))[0]), v, n) for v in query_vecs]
+    pool = rescore_pool(n)
+    return [_exact_dense(snap, snap.positions(snap.vindex.search(v, pool, len(snap.ids))[0]), v, n) for v in query_vecs]
 
 
 def retrieval_pass(
