@@ -5,7 +5,7 @@ vectors.npy (a dense query asks for `rescore_pool(k)` and keeps the best k; the 
 `graph.ann_candidates(k)`). So the walk may compare quantised vectors: int8 makes the file about 40%
 smaller than float16 (fewer mapped pages per query at 1M chunks) and the build ~1.5x faster, and
 with the pool the dense top 100 holds as many of the exact top 100 as the float16 index's (SciFact
-test queries: 0.9944 against 0.9937; scale benchmark at 100k: 0.9326 against 0.9276). A file
+test queries: 0.9944 against 0.9932; scale benchmark at 100k: 0.9310 against 0.9274). A file
 written as float16 (before) is read as it is.
 
 A reader maps the file (usearch's "view") instead of loading it: opening costs milliseconds and a
