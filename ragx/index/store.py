@@ -115,6 +115,11 @@ CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 # text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
 _INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
+def _int_list(joined: str | None) -> np.ndarray:
+    """The integers of SQLite's group_concat (None when there were no rows), int64."""
+    return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, np.int64)
+
+
 _BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
@@ -211,10 +216,15 @@ class Store:
         return self.chunk_files()[0]
 
     def chunk_files(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every chunk id (sorted) and its file id, in one query."""
-        rows = self.db.execute("SELECT id, file_id FROM chunks ORDER BY id").fetchall()
-        arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
-        return arr[:, 0], arr[:, 1]
+        """Every chunk id (sorted) and its file id, in one query.
+
+        Read as two comma-joined strings that numpy parses, from the (file_id, id) index rather than
+        the table with its texts, and sorted here: a Python tuple per chunk from an ordered table scan
+        took 2.0 s at 1M chunks, this 0.36 s (status's quick check reads them all)."""
+        ids, file_ids = self.db.execute("SELECT group_concat(id), group_concat(file_id) FROM chunks").fetchone()
+        ids, file_ids = _int_list(ids), _int_list(file_ids)
+        order = np.argsort(ids, kind="stable")  # one aggregate pass: the two lists are in the same row order
+        return ids[order], file_ids[order]
 
     def chunks(self, ids: Sequence[int] | np.ndarray, columns: Sequence[str] = CHUNK_COLUMNS) -> list[dict[str, Any]]:
         """Rows for `ids`, in the order given (missing ids are left out), joined with their file path."""
