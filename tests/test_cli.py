@@ -37,6 +37,18 @@ def test_index_then_status_json(corpus, capsys):
     assert json.loads(out)["drift"] == {"new": 1, "changed": 1, "deleted": 0, "unreadable": 0}
 
 
+def test_plain_status_prints_paths_as_they_are(tmp_path, capsys):
+    root = tmp_path / "notes [red]x"  # rich markup in a folder and a file name: printed, not applied
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nrivers and boats\n")
+    assert call(capsys, "index", "--root", str(root))[0] == 0
+    (root / "[bold]b.md").write_text("new note\n")
+    code, out, _ = call(capsys, "status", "--root", str(root))
+    assert code == 0
+    assert f"root        {root}" in out and "integrity   consistent" in out
+    assert "drift       1 new, 0 changed, 0 deleted" in out and "  new: [bold]b.md" in out
+
+
 def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
     code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
     assert code == 1 and json.loads(out)["indexed"] is False

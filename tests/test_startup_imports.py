@@ -49,7 +49,7 @@ def indexed(tmp_path_factory):
 
 
 @pytest.mark.parametrize("args", [["status", "--json"], ["status"], ["query", "comet telescope", "--json"]])
-def test_json_reads_import_nothing_they_do_not_use(indexed, tmp_path, args):
+def test_one_shot_reads_import_nothing_they_do_not_use(indexed, tmp_path, args):
     code, mods = _modules_after([*args, "--root", str(indexed)], tmp_path)
     assert code == 0
     unused = NOT_FOR_READS + (NOT_FOR_QUERY if args[0] == "query" else NOT_FOR_STATUS)

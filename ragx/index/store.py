@@ -115,13 +115,13 @@ CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 # text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
 _INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
+_BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
+CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
+
+
 def _int_list(joined: str | None) -> np.ndarray:
     """The integers of SQLite's group_concat (None when there were no rows), int64."""
     return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, np.int64)
-
-
-_BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
-CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
 
 def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
