@@ -62,18 +62,8 @@ def study(specs: list[str]) -> None:
     RESULTS.write_text(json.dumps(results))
 
 
-def compare(key: str, specs: list[str]) -> None:
-    results = json.loads(RESULTS.read_text())
-    for spec in specs:
-        base, variant = results[spec]["base"], results[spec][key]
-        q = sorted(base)
-        c = prf_study.paired(np.array([variant[i] for i in q]), np.array([base[i] for i in q]))
-        print(f"| {spec} | {np.mean([base[i] for i in q]):.4f} | {np.mean([variant[i] for i in q]):.4f} | "
-              f"{c.diff:+.4f} [{c.ci[0]:+.4f}, {c.ci[1]:+.4f}] | {c.p:.3f} | {c.wins}/{c.ties}/{c.losses} |")
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "compare":
-        compare(sys.argv[2], sys.argv[3:])
+        prf_study.compare(sys.argv[2], sys.argv[3:], RESULTS)
     else:
         study(sys.argv[2:])

@@ -134,8 +134,8 @@ def study(kind: str, specs: list[str]) -> None:
     results_file.write_text(json.dumps(results))
 
 
-def compare(key: str, specs: list[str]) -> None:
-    results = json.loads((OUT / "sentences-results.json").read_text())
+def compare(key: str, specs: list[str], results_file: Path = OUT / "sentences-results.json") -> None:
+    results = json.loads(results_file.read_text())
     for spec in specs:
         base, variant = results[spec]["base"], results[spec][key]
         q = sorted(base)
