@@ -8,8 +8,9 @@ generation written before the postings is searched through it); the terms are FT
 
 A generation holds a base part (lexicon.npz) and a delta part (lexicon-delta.npz) of the chunks added
 since the base was written, like the vectors and the graph: an incremental run merges the previous
-delta with the new chunks' postings and hard-links the base. Chunks deleted since are still in the parts; a query drops them (they
-are not among the snapshot's live ids), so the document counts and lengths BM25 uses are the live ones.
+delta with the new chunks' postings and hard-links the base. Chunks deleted since are still in the
+parts; a query drops them (they are not among the snapshot's live ids), so the document counts and
+lengths BM25 uses are the live ones.
 
 A part: `ids` (sorted chunk ids) and `length` (terms per chunk); the terms sorted by their UTF-8
 bytes (`term_bytes`, `term_at` offsets); per term, `indptr` into `doc` (positions in `ids`) and `tf`.
