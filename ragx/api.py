@@ -294,7 +294,7 @@ class Corpus:
                     manifest = store.manifest()
             # No committed generation: no index run ever finished (one may have been killed).
             if store is None or "generation" not in manifest:
-                out["drift"] = _drift(diff_corpus(self.root, self.settings, {})) if drift else None
+                out["drift"] = _drift(diff_corpus(self.root, self.settings)) if drift else None
                 return out
             out["indexed"] = True
             with store.snapshot():

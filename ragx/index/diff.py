@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes
-from .store import FileRow
+from .store import FileRow, StoredFiles
 
 
 @dataclass
@@ -58,25 +58,27 @@ def discover_settings(settings: Settings) -> DiscoverSettings:
 
 
 def diff_corpus(
-    root: Path, settings: Settings, stored: dict[str, FileRow], undecodable: dict[str, tuple[int, int]] | None = None
+    root: Path, settings: Settings, stored: StoredFiles | None = None, undecodable: dict[str, tuple[int, int]] | None = None
 ) -> CorpusDiff:
-    """`undecodable`: {path: (size, mtime_ns)} of files known not to be UTF-8 (Store.undecodable)."""
+    """`stored`: the index's files (None: none, every file is new); `undecodable`: {path: (size, mtime_ns)}
+    of files known not to be UTF-8 (Store.undecodable)."""
+    stored = stored if stored is not None else StoredFiles()
     undecodable = undecodable or {}
-    known = {path: (row.size, row.mtime_ns) for path, row in stored.items()} | undecodable
-    found: Discovery = discover(root, discover_settings(settings), known)
+    stats = stored.stats
+    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats)
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
-    seen = set()
     for f in found.files:
-        seen.add(f.path)
-        row = stored.get(f.path)
-        if row is None and undecodable.get(f.path) == (f.size, f.mtime_ns):
-            out.undecodable.append(f)
-            out.skipped.append(Problem(f.path, "not valid UTF-8"))
-        elif row is None:
-            out.new.append(f)
-        elif row.size == f.size and row.mtime_ns == f.mtime_ns:
+        stat = stats.get(f.path)
+        if stat is None:
+            if undecodable.get(f.path) == (f.size, f.mtime_ns):
+                out.undecodable.append(f)
+                out.skipped.append(Problem(f.path, "not valid UTF-8"))
+            else:
+                out.new.append(f)
+        elif stat == (f.size, f.mtime_ns):
             out.unchanged += 1
         else:
+            row = stored[f.path]
             try:
                 with open(f.abspath, "rb") as fh:
                     digest = hash_bytes(fh.read())
@@ -88,5 +90,6 @@ def diff_corpus(
                 out.unchanged += 1
             else:
                 out.changed.append(f)
-    out.deleted = [row for path, row in stored.items() if path not in seen]
+    gone = stats.keys() - {f.path for f in found.files}  # a set difference, not a loop over the stored rows
+    out.deleted = [stored[path] for path in sorted(gone)]
     return out

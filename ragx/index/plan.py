@@ -130,7 +130,7 @@ class ChangeSet:
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
     """The diff of an index run; `full` makes every found file new and every stored one deleted."""
     stored = store.files()
-    diff = diff_corpus(layout.root, settings, {} if full else stored, {} if full else store.undecodable())
+    diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable())
     if only is not None and not full:
         diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged

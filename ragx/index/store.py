@@ -12,7 +12,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -147,13 +147,36 @@ class RunExtras:
     git_dates: dict[str, float] = field(default_factory=dict)  # path -> last commit time, read before the transaction
 
 
-@dataclass(frozen=True)
-class FileRow:
+class FileRow(NamedTuple):  # a tuple: a drift check may build one per file of the corpus
     id: int
     path: str
     size: int
     mtime_ns: int
     hash: str
+
+
+class StoredFiles(Mapping[str, FileRow]):
+    """The files table as path -> FileRow, with each file's (size, mtime_ns) at hand in `stats`.
+
+    A drift check compares those pairs for every file (100,000 at a million chunks) and needs whole
+    rows only for the few files that changed or went, so rows are made on demand."""
+
+    def __init__(self, rows: Sequence[tuple[str, int, int, int, str]] = ()):  # (path, size, mtime_ns, id, hash)
+        self._rows = {r[0]: r for r in rows}
+        self.stats: dict[str, tuple[int, int]] = {r[0]: (r[1], r[2]) for r in rows}
+
+    def __getitem__(self, path: str) -> FileRow:
+        path, size, mtime_ns, file_id, digest = self._rows[path]
+        return FileRow(file_id, path, size, mtime_ns, digest)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 class Store:
@@ -207,9 +230,8 @@ class Store:
         )
 
     # ---- files ----------------------------------------------------------------------------------
-    def files(self) -> dict[str, FileRow]:
-        rows = self.db.execute("SELECT id, path, size, mtime_ns, hash FROM files")
-        return {r[1]: FileRow(*r) for r in rows}
+    def files(self) -> StoredFiles:
+        return StoredFiles(self.db.execute("SELECT path, size, mtime_ns, id, hash FROM files").fetchall())
 
     # ---- chunks ---------------------------------------------------------------------------------
     def chunk_ids(self) -> np.ndarray:
