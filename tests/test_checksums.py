@@ -132,3 +132,40 @@ def test_incremental_runs_that_link_and_prune_shared_files_leave_them_trusted(co
     monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
     Corpus(corpus).query(QUERY)
     assert hashed == []
+
+
+def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_status_finds_the_rest(corpus, monkeypatch):
+    """An incremental run links the big files into its generation and trusts, as a query does, a file
+    whose identity is the one recorded when it was hashed: it hashes only what it writes, so its cost
+    stays independent of the index's size. Damage that keeps a file's identity (below the file system)
+    is `status --deep`'s to find, and a full run, which copies reused vectors into a new base, hashes
+    every byte it reads."""
+    import os
+
+    import ragx.index.snapshot as snapshot
+
+    hashed: list = []
+    real = snapshot.file_checksum
+    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path) or real(path))
+
+    def read_from(gen) -> set[str]:  # files of `gen` hashed (not the ones the run wrote)
+        return {p.name for p in hashed if p.parent == gen}
+
+    old = _gen(corpus)
+    (corpus / "notes.txt").write_text("A new note about sails.\n", encoding="utf-8")
+    run_index(corpus, load_settings(corpus), HashEmbedder())
+    assert _gen(corpus) != old and (_gen(corpus) / VECTORS_NPY).samefile(old / VECTORS_NPY)  # linked
+    assert read_from(old) == set()
+    gen = _gen(corpus)
+    st = (gen / VECTORS_NPY).stat()
+    _damage(gen / VECTORS_NPY, offset=1000)  # same size, same inode; then the old times back
+    os.utime(gen / VECTORS_NPY, ns=(st.st_atime_ns, st.st_mtime_ns))
+    (corpus / "notes.txt").write_text("A new note about sails, edited.\n", encoding="utf-8")
+    run_index(corpus, load_settings(corpus), HashEmbedder())  # trusted: the damage is not seen here
+    assert read_from(gen) == set()
+    deep = Corpus(corpus).status(deep=True)
+    assert not deep["consistent"] and VECTORS_NPY in deep["problems"][-1]
+    hashed.clear()
+    report = run_index(corpus, load_settings(corpus), HashEmbedder(), full=True)
+    assert VECTORS_NPY in {p.name for p in hashed} and report.embedded_chunks == report.chunks  # no damaged vector reused
+    assert Corpus(corpus).status(deep=True)["consistent"]

@@ -29,7 +29,10 @@ from .layout import Layout
 from .plan import ChangeSet
 from .repair import assign_communities, exact_is_cheap, repair_knn
 from .lexicon import LexiconPart
-from .snapshot import GRAPH, HNSW, LEXICON, LEXICON_DELTA, LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts, verify
+from .snapshot import (
+    CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, LexiconFiles, Snapshot, graph_base_linkable,
+    lexicon_parts, verify,
+)
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex
@@ -139,7 +142,8 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
             return VectorIndex.load(current / HNSW, dim).attach(dead, delta_ids, delta, indexed)
 
         return _Vectors(kept_old, live, new_ids, new_vecs, old, None, _LazyAnn(load), stored, None, (current, checksums))
-    verify(current, checksums, (HNSW,))
+    # a new base of every live row, copied from these files: hash every byte, whatever the run trusts
+    verify(current, checksums, (CHUNKS, VECTORS_NPY, DELTA, HNSW), trust_unchanged=False)
     made = _Vectors(kept_old, live, new_ids, new_vecs, old, None, None, prev, None, None)
     all_vecs = made.every()
     vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(delta_ids))  # compact: base = every live row
@@ -235,6 +239,7 @@ def _graph_after(old: Snapshot, live: np.ndarray, rep, manifest: dict):
     checksums = manifest.get("checksums") or {}
     if GRAPH in checksums and graph_base_linkable(old.folder) and len(graph.delta.ids) <= delta_budget(len(live)):
         return graph, (old.folder, checksums)
+    verify(old.folder, checksums, (GRAPH, GRAPH_DELTA), trust_unchanged=False)  # copied into a new base: hash it
     return graph.compacted(), None
 
 

@@ -18,7 +18,7 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW, LEXICON, VECTORS_FORMAT, checksums_remembered
+from .snapshot import HNSW, LEXICON, VECTORS_FORMAT, RunChecks, checksums_remembered
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -32,17 +32,18 @@ def run_index(
     started = time.perf_counter()
     layout = Layout(root)
     report = IndexReport(root=str(root), full=full)
-    with layout.writer_lock(), checksums_remembered():
+    with layout.writer_lock(), checksums_remembered() as checks:
         store = Store(layout.db, create=True)
         try:
-            _run(layout, store, settings, embedder, full=full, only=only, reporter=reporter, report=report)
+            _run(layout, store, settings, embedder, full=full, only=only, reporter=reporter, report=report, checks=checks)
         finally:
             store.close()
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bool, only: str | None, reporter: Reporter, report: IndexReport) -> None:
+def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bool, only: str | None, reporter: Reporter,
+         report: IndexReport, checks: RunChecks) -> None:
     if full:  # a rebuild reads every page anyway: refuse a damaged database file instead of building on it
         damage = store.integrity_problems()
         if damage:
@@ -52,6 +53,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     full = full or needs_rechunk(manifest)
     if not full:
         check_identity(manifest, identity)
+    checks.trust_recorded = not full  # a full run copies reused vectors into a new base: it hashes them
     generation = int(manifest.get("generation", 0))
     layout.remove_stale(keep={generation, generation - 1})
     with report.stage("plan"):

@@ -8,8 +8,10 @@ that do not match (a file damaged by a program or a truncation among them). The 
 out on purpose: files are hard-linked between generations, and linking or deleting an older
 generation's link moves the shared inode's change time without touching a byte, which would make
 every query after an incremental run hash the whole index again. At 1M chunks this spares a cold query reading
-1.6 GB (vectors.npy and vectors.hnsw) just to hash them. `status --deep`, vector reuse and every index
-run still hash every file: damage below the file system (a failing disk) is found there.
+1.6 GB (vectors.npy and vectors.hnsw) just to hash them. Incremental index runs trust the record the
+same way (snapshot.RunChecks). `status --deep`, full index runs and the compactions that copy old
+files into a new base still hash every file: damage below the file system (a failing disk) is found
+there, and never copied into a file with a new checksum.
 """
 
 from __future__ import annotations
