@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 NO_COMMUNITY = -1  # chunks without edges belong to no community
-# Chunks up to which every index run runs Leiden over the whole graph (about 3 s at 100k chunks).
-# A larger index runs it when its graph is compacted; in between, new chunks join their neighbours'
-# communities (arrays.py, repair.assign_communities), so a one-file edit does not cost a minute.
-LEIDEN_EVERY_RUN_MAX = 100_000
+# Chunks up to which every index run runs Leiden over the whole graph. A larger index runs it when
+# its graph is compacted; in between, new chunks join their neighbours' communities (arrays.py,
+# repair.assign_communities). A whole run costs Leiden plus rewriting every community row and label:
+# 7 s of an 8 s one-file run at 100k chunks (bench_scale), so it stops well below that.
+LEIDEN_EVERY_RUN_MAX = 20_000
 
 
 def leiden(ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, resolution: float, seed: int) -> np.ndarray:
