@@ -239,27 +239,22 @@ def step_queries(root: Path) -> dict:
     out["peak_rss_mb"] = _rss_mb()
     out["rss_end_mb"] = _current_rss_mb()
     out["end"] = _rss_split()
-    out["bm25_topic_postings_vs_fts5"] = _bm25_paths(corpus, queries)  # after the memory figures: FTS5's are not a query's
+    out["bm25_topic"] = _bm25_topic(corpus, queries)  # after the memory figures
     return out
 
 
-def _bm25_paths(corpus, queries: list[str]) -> dict:
-    """BM25 alone for each topic query from the postings and from the FTS5 table of the same snapshot,
-    alternating in one process (both give the same chunks with the same scores)."""
-    from dataclasses import replace
-
+def _bm25_topic(corpus, queries: list[str]) -> dict:
+    """BM25 alone (the postings) for each topic query, on one snapshot."""
     from ragx.search.lexical import bm25_matches
 
     store = corpus.searcher.store
-    times: dict[str, list[float]] = {"postings": [], "fts5": []}
+    times = []
     with corpus.searcher.reading() as snap:
-        paths = {"postings": snap, "fts5": replace(snap, lexicon=None)}
         for q in queries:
-            for label, view in paths.items():
-                t0 = time.perf_counter()
-                bm25_matches(view, store, q)
-                times[label].append(time.perf_counter() - t0)
-    return {label: _percentiles(t) for label, t in times.items()}
+            t0 = time.perf_counter()
+            bm25_matches(snap, store, q)
+            times.append(time.perf_counter() - t0)
+    return _percentiles(times)
 
 
 def step_recall(root: Path, sample: int) -> dict:

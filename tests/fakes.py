@@ -105,3 +105,14 @@ def indexed_topic_corpus(tmp_path: Path, n_per_topic: int, queries: dict[str, li
     rows = [{"id": f"q{i}", "query": text, "relevant_files": files} for i, (text, files) in enumerate(queries.items())]
     qfile.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return Corpus(root), load_queries(qfile)
+
+
+def add_fts5_table(db) -> None:
+    """The FTS5 table ragx kept beside every index before its own BM25 postings (external content over
+    `chunks`, each chunk's frontmatter header + text), filled as that writer left it: for tests of
+    indexes written then, which BM25 reads through it until the next index run."""
+    from ragx.index.fts_tokens import FTS_TOKENIZER
+    from ragx.index.store import INDEXED_TEXT_SQL
+
+    db.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', tokenize='{FTS_TOKENIZER}')")
+    db.execute(f"INSERT INTO chunks_fts(rowid, text) SELECT c.id, {INDEXED_TEXT_SQL} FROM chunks c")

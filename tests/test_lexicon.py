@@ -4,7 +4,6 @@ runs and generations written before the postings existed."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import HashEmbedder, make_corpus
+from fakes import HashEmbedder, add_fts5_table, make_corpus
 from test_incremental_graph import edit
 
 from ragx.api import Corpus
@@ -132,15 +131,18 @@ def loaded(root: Path) -> tuple[Store, Snapshot, dict]:
 
 
 def assert_postings_rank_as_fts5(root: Path) -> None:
+    """BM25 of the committed index against FTS5's bm25() over an FTS5 table of the same chunks' texts."""
     store, snap, _ = loaded(root)
     try:
         assert snap.lexicon is not None
-        without = dataclasses.replace(snap, lexicon=None)  # the FTS5 table of the same commit
+        ids_all, texts = store.chunk_texts()
+        texts_by_id = dict(zip(ids_all.tolist(), texts))
         for query in QUERIES + ["stars telescope orbit", "anchor harbour galaxies"]:
             ids, scores = bm25_matches(snap, store, query)
-            fts_ids, fts_scores = bm25_matches(without, store, query)
-            assert ids.tolist() == fts_ids.tolist()
-            np.testing.assert_allclose(scores, fts_scores, rtol=1e-12, atol=1e-12)
+            theirs = fts5_scores(texts_by_id, query)
+            fts_ids = sorted(theirs, key=lambda i: (-theirs[i], i))  # bm25_matches' order: best first, then id
+            assert ids.tolist() == fts_ids
+            np.testing.assert_allclose(scores, [theirs[i] for i in fts_ids], rtol=1e-12, atol=1e-12)
     finally:
         store.close()
 
@@ -189,24 +191,27 @@ def test_a_generation_without_postings_searches_with_fts5_and_gains_them_on_the_
     index(tmp_path)
     before = Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)
     store, snap, manifest = loaded(tmp_path)
-    try:  # as written by an older ragx: no postings files, none in the manifest
+    try:  # as written by an older ragx: no postings files, none in the manifest, an FTS5 table instead
         (snap.folder / LEXICON).unlink()
         (snap.folder / LEXICON_DELTA).unlink()
         checksums = {k: v for k, v in manifest["checksums"].items() if k not in (LEXICON, LEXICON_DELTA)}
         with store.db:
             Store.write_manifest(store.db, {"checksums": checksums})
+            add_fts5_table(store.db)
     finally:
         store.close()
     store, snap, _ = loaded(tmp_path)
     store.close()
     assert snap.lexicon is None
+    assert Corpus(tmp_path).status()["consistent"]
     old = Corpus(tmp_path).query("bread oven", graph=False, rerank=False, expand=False)
     assert json.dumps(old["results"]) == json.dumps(before["results"])
     with pytest.raises(ManifestMismatchError, match="run `ragx index`"):  # other k1, b than FTS5's need postings
         corpus = Corpus(tmp_path)
         corpus.query("bread oven", graph=False, rerank=False, expand=False, params=corpus.settings.search.replace(bm25_b=0.5))
-    index(tmp_path)  # nothing changed, yet the postings are written
+    index(tmp_path)  # nothing changed, yet the postings are written, and the FTS5 table goes
     store, snap, _ = loaded(tmp_path)
+    assert store.db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0] == 0
     store.close()
     assert snap.lexicon is not None and len(snap.lexicon.delta.ids) == 0  # a whole new base
     assert_postings_rank_as_fts5(tmp_path)

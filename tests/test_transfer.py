@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 from cli_runner import call
-from fakes import make_corpus
+from fakes import add_fts5_table, make_corpus
 
 
 
@@ -120,6 +120,7 @@ def test_an_export_from_before_the_bm25_postings_imports_and_gains_them_on_the_n
     with db:
         db.execute("UPDATE manifest SET value = ? WHERE key = 'checksums'",
                    (json.dumps({k: v for k, v in checksums.items() if k not in (LEXICON, LEXICON_DELTA)}, sort_keys=True),))
+        add_fts5_table(db)
     db.close()
     fingerprint = json.loads((unpacked / FINGERPRINT).read_text())
     members = {name: unpacked / name for name in fingerprint["members"] if not name.startswith(("gen/lexicon",))}

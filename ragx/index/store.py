@@ -1,4 +1,4 @@
-"""The SQLite side of an index: files, chunks, the FTS5 table, kNN edges, communities, the manifest.
+"""The SQLite side of an index: files, chunks, kNN edges, communities, the manifest.
 
 One connection per process; WAL so a query can read while `ragx index` writes. Every write of an
 index run happens in one transaction (`Store.transaction`), so a crash leaves the last commit intact.
@@ -18,7 +18,6 @@ import numpy as np
 
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
-from .fts_tokens import FTS_TOKENIZER
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
@@ -48,10 +47,8 @@ CREATE TABLE IF NOT EXISTS chunks(
     text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
--- BM25 over chunk text; external content, so the text is stored once (in chunks).
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize='""" + FTS_TOKENIZER + """'
-);
+-- BM25 reads the postings of each generation (lexicon.py). Indexes written before them also hold
+-- an FTS5 table, chunks_fts, that BM25 reads until the next index run writes postings and drops it.
 -- Each chunk's own top-k list (directed). The similarity graph is their undirected union: `edges`.
 CREATE TABLE IF NOT EXISTS knn(
     src INTEGER NOT NULL,
@@ -112,8 +109,8 @@ CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
 """
 
 # The text BM25 indexes and the embedder embeds for chunk `c`: its header (if any), a blank line, its
-# text (the same string as Chunk.embed_text). FTS5 deletes must pass exactly what was inserted.
-_INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
+# text (the same string as Chunk.embed_text).
+INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
 _BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
@@ -287,11 +284,11 @@ class Store:
         """Chunk ids (sorted: every one, or those of `ids`) and their indexed text (frontmatter header +
         text: what was embedded)."""
         if ids is None:
-            rows = self.db.execute(f"SELECT c.id, {_INDEXED_TEXT_SQL} FROM chunks c ORDER BY c.id").fetchall()
+            rows = self.db.execute(f"SELECT c.id, {INDEXED_TEXT_SQL} FROM chunks c ORDER BY c.id").fetchall()
         else:
             _fill_temp(self.db, "text_ids", np.asarray(ids).tolist())
             rows = self.db.execute(
-                f"SELECT c.id, {_INDEXED_TEXT_SQL} FROM temp.text_ids t CROSS JOIN chunks c ON c.id = t.id ORDER BY c.id").fetchall()
+                f"SELECT c.id, {INDEXED_TEXT_SQL} FROM temp.text_ids t CROSS JOIN chunks c ON c.id = t.id ORDER BY c.id").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
 
     def every_chunk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -442,7 +439,7 @@ class Store:
 
     # ---- integrity ------------------------------------------------------------------------------
     def fts_size(self) -> int:
-        """Chunks the full-text index holds."""
+        """Chunks the FTS5 table of an index from before the postings holds."""
         return self.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
 
     def orphan_chunks(self) -> int:
@@ -455,8 +452,10 @@ class Store:
         knn, text-less PDF pages, communities and their labels, file dates, the undecodable list, manifest."""
         extras = extras or RunExtras()
         with self.transaction() as db:
+            # The generation this run commits has BM25 postings: an older index's FTS5 table, a second
+            # lexical index of every chunk (~300 MB at a million chunks), goes with the same commit.
+            db.execute("DROP TABLE IF EXISTS chunks_fts")
             if change.full:
-                db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
                 for table in ("chunks", "files", "knn", "communities", "chunk_headers", "links"):
                     db.execute(f"DELETE FROM {table}")
             else:
@@ -755,10 +754,6 @@ def _touch(db: sqlite3.Connection, touched) -> None:
 def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> None:
     """An incremental run: rows of deleted and changed files, and the kNN rows that are redone."""
     _fill_temp(db, "gone_files", change.gone_file_ids)
-    db.execute(
-        f"INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', c.id, {_INDEXED_TEXT_SQL} FROM chunks c "
-        "WHERE c.file_id IN (SELECT id FROM temp.gone_files)"
-    )
     # headers and links of the files that go (the headers before their chunks)
     db.execute("DELETE FROM chunk_headers WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files))")
     db.execute("DELETE FROM links WHERE file_id IN (SELECT id FROM temp.gone_files)")
@@ -790,8 +785,3 @@ def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
         [(int(cid), c.header) for cid, (_, c) in zip(change.new_ids.tolist(), change.chunks) if c.header],
     )
     db.executemany("INSERT INTO links(file_id, kind, target) VALUES (?, ?, ?)", [(nf + fi, kind, target) for fi, kind, target in change.links])
-    if len(change.new_ids):
-        db.execute(
-            f"INSERT INTO chunks_fts(rowid, text) SELECT c.id, {_INDEXED_TEXT_SQL} FROM chunks c WHERE c.id >= ?",
-            (int(change.new_ids[0]),),
-        )
