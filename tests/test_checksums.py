@@ -169,3 +169,22 @@ def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_statu
     report = run_index(corpus, load_settings(corpus), HashEmbedder(), full=True)
     assert VECTORS_NPY in {p.name for p in hashed} and report.embedded_chunks == report.chunks  # no damaged vector reused
     assert Corpus(corpus).status(deep=True)["consistent"]
+
+
+@pytest.mark.parametrize("name", [VECTORS_NPY, "graph.npz"])
+def test_a_compaction_hashes_the_files_it_copies_into_a_new_base(corpus, monkeypatch, name):
+    """An incremental run whose delta outgrows its budget writes a new base from the old files: it
+    hashes them whatever their recorded identity says, so damage is refused, never given a fresh checksum."""
+    import os
+
+    import ragx.index.arrays as arrays
+
+    monkeypatch.setattr(arrays, "budget", lambda live: -1)        # every run compacts the vectors
+    monkeypatch.setattr(arrays, "delta_budget", lambda live: -1)  # ... and the graph
+    gen = _gen(corpus)
+    st = (gen / name).stat()
+    _damage(gen / name, offset=1000)  # same size and inode, the old times back: trusted by identity
+    os.utime(gen / name, ns=(st.st_atime_ns, st.st_mtime_ns))
+    (corpus / "notes.txt").write_text("A new note about sails.\n", encoding="utf-8")
+    with pytest.raises(CorruptIndexError, match=name):
+        run_index(corpus, load_settings(corpus), HashEmbedder())
