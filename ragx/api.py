@@ -350,11 +350,11 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
     """
     import numpy as np
 
-    from .index.snapshot import HINT, LEXICON, Snapshot, damaged, load_lexicon
+    from .index.snapshot import HINT, Snapshot, damaged, has_postings, load_lexicon
 
     problems = store.integrity_problems() if deep else []
     ids, file_ids = store.chunk_files()
-    if LEXICON not in (manifest.get("checksums") or {}):  # from before the postings: BM25 reads the FTS5 table
+    if not has_postings(manifest):  # BM25 reads the FTS5 table
         fts = store.fts_size()
         if fts != len(ids):
             problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}: {HINT}")

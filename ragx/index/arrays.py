@@ -31,7 +31,7 @@ from .repair import assign_communities, exact_is_cheap, repair_knn
 from .lexicon import LexiconPart
 from .snapshot import (
     CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, LexiconFiles, Snapshot, graph_base_linkable,
-    lexicon_parts, verify,
+    has_postings, lexicon_parts, verify,
 )
 from .store import Store
 from .stored_vectors import StoredVectors, budget
@@ -189,7 +189,7 @@ def _lexicon(store: Store, manifest: dict, change: ChangeSet, vec: _Vectors) -> 
     chunks read back from the store)."""
     new_texts = [chunk.embed_text for _, chunk in change.chunks]
     checksums = manifest.get("checksums") or {}
-    if vec.old is not None and LEXICON in checksums:
+    if vec.old is not None and has_postings(manifest):
         verify(vec.old.folder, checksums, (LEXICON, LEXICON_DELTA))  # the base is linked, the delta merged
         base_ids, delta = lexicon_parts(vec.old.folder)
         keep = find_sorted(vec.live, delta.ids)[1]

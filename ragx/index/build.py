@@ -18,7 +18,7 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW, LEXICON, VECTORS_FORMAT, RunChecks, checksums_remembered
+from .snapshot import HNSW, VECTORS_FORMAT, RunChecks, checksums_remembered, has_postings
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -60,7 +60,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         diff = scan(layout, store, settings, full, only, report, reporter)
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
     # A generation from before BM25's postings gets them on the next run, changed files or not.
-    converted = have_arrays and LEXICON not in (manifest.get("checksums") or {})
+    converted = have_arrays and not has_postings(manifest)
     if not diff.has_changes and have_arrays and not converted:
         rows = undecodable_rows(diff.undecodable)
         if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():

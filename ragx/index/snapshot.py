@@ -304,6 +304,12 @@ class LexiconFiles:
         return {LEXICON: self.base_from[1][LEXICON]}
 
 
+def has_postings(manifest: dict) -> bool:
+    """Whether the committed generation holds BM25 postings (an index from before them has an FTS5
+    table instead, until its next index run)."""
+    return LEXICON in (manifest.get("checksums") or {})
+
+
 def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:
     """(the base part's chunk ids, the whole delta part) of a generation that has postings."""
     base = mapped_npz(folder / LEXICON, ("ids",))[0]  # mapped: its length is all a run needs
