@@ -37,6 +37,15 @@ def _damage(path, offset: int = 200, size: int = 64):
     path.write_bytes(bytes(data))
 
 
+def _damage_keeping_identity(path):
+    """Damage below the file system, as it looks from above: same size and inode, the old times back."""
+    import os
+
+    st = path.stat()
+    _damage(path, offset=1000)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_every_file_of_a_generation_has_its_checksum_in_the_manifest(corpus):
     store = Store(corpus / ".ragx" / "index.sqlite", readonly=True)
     checksums = store.manifest()["checksums"]
@@ -140,7 +149,6 @@ def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_statu
     stays independent of the index's size. Damage that keeps a file's identity (below the file system)
     is `status --deep`'s to find, and a full run, which copies reused vectors into a new base, hashes
     every byte it reads."""
-    import os
 
     import ragx.index.snapshot as snapshot
 
@@ -157,9 +165,7 @@ def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_statu
     assert _gen(corpus) != old and (_gen(corpus) / VECTORS_NPY).samefile(old / VECTORS_NPY)  # linked
     assert read_from(old) == set()
     gen = _gen(corpus)
-    st = (gen / VECTORS_NPY).stat()
-    _damage(gen / VECTORS_NPY, offset=1000)  # same size, same inode; then the old times back
-    os.utime(gen / VECTORS_NPY, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _damage_keeping_identity(gen / VECTORS_NPY)
     (corpus / "notes.txt").write_text("A new note about sails, edited.\n", encoding="utf-8")
     run_index(corpus, load_settings(corpus), HashEmbedder())  # trusted: the damage is not seen here
     assert read_from(gen) == set()
@@ -175,16 +181,12 @@ def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_statu
 def test_a_compaction_hashes_the_files_it_copies_into_a_new_base(corpus, monkeypatch, name):
     """An incremental run whose delta outgrows its budget writes a new base from the old files: it
     hashes them whatever their recorded identity says, so damage is refused, never given a fresh checksum."""
-    import os
 
     import ragx.index.arrays as arrays
 
     monkeypatch.setattr(arrays, "budget", lambda live: -1)        # every run compacts the vectors
     monkeypatch.setattr(arrays, "delta_budget", lambda live: -1)  # ... and the graph
-    gen = _gen(corpus)
-    st = (gen / name).stat()
-    _damage(gen / name, offset=1000)  # same size and inode, the old times back: trusted by identity
-    os.utime(gen / name, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _damage_keeping_identity(_gen(corpus) / name)
     (corpus / "notes.txt").write_text("A new note about sails.\n", encoding="utf-8")
     with pytest.raises(CorruptIndexError, match=name):
         run_index(corpus, load_settings(corpus), HashEmbedder())
