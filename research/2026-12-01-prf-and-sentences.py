@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.builds import prepare
-from lab.passes import build_cache, load_cache
+from lab.passes import build_cache, index_fingerprint, load_cache
 from ragx.config import load_settings
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
@@ -47,7 +47,10 @@ def load(spec: str):
     coll, split = spec.rsplit("-", 1)
     corpus, queries = prepare({"data_dir": str(DATA / coll), "cache": None}, split)
     folder = OUT / spec
-    if not (folder / "passes.parquet").exists():
+    # A pass names chunks and files by id: one cached before the index was rebuilt names other chunks.
+    # (Only the index is compared, not ragx's code hash: these studies re-score the signals themselves.)
+    stale = (folder / "meta.json").exists() and json.loads((folder / "meta.json").read_text())["index"] != index_fingerprint(corpus)
+    if stale or not (folder / "passes.parquet").exists():
         build_cache(corpus, queries, CAPS, folder)
     passes, meta = load_cache(folder)
     qv = {q.id: corpus.embedder.embed_query(q.text) for q in queries}
