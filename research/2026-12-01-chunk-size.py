@@ -16,24 +16,15 @@ Builds, pass caches and per-query results go to $RAGX_CACHE_DIR/research-prf/ (r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
+from lab.studies.research_scripts import load_script, run_command
 
-def _load(name: str, file: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-prf_study = _load("prf_study", "2026-12-01-prf-and-sentences.py")
-file_bm25 = _load("file_bm25_study", "2026-12-01-file-bm25.py")
+prf_study = load_script("2026-12-01-prf-and-sentences.py")
 
 from lab.builds import build, prepare  # noqa: E402
 from lab.passes import build_cache, index_fingerprint, load_cache  # noqa: E402
@@ -84,13 +75,11 @@ def study(specs: list[str], grid: tuple[str, ...]) -> None:
     RESULTS.write_text(json.dumps(results))
 
 
+def _study_command(argv: list[str]) -> None:
+    """`study [GRID] SPEC...`: GRID an optional comma-separated list of keys ("t256,w384")."""
+    grid = tuple(argv[1].split(",")) if argv[1][0] in "tw" else GRID
+    study(argv[2:] if grid is not GRID else argv[1:], grid)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "pooled":
-        file_bm25.RESULTS = RESULTS
-        file_bm25.pooled(sys.argv[2], sys.argv[3:])
-    elif sys.argv[1] == "compare":
-        prf_study.compare(sys.argv[2], sys.argv[3:], RESULTS)
-    else:
-        # an optional first argument "t256,w384,...": the grid
-        grid = tuple(sys.argv[2].split(",")) if "," in sys.argv[2] or sys.argv[2][0] in "tw" else GRID
-        study([s for s in sys.argv[2:] if s not in (",".join(grid),)], grid)
+    run_command(sys.argv[1:], RESULTS, _study_command)

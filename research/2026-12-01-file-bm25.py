@@ -20,25 +20,15 @@ Per-query results go to $RAGX_CACHE_DIR/research-prf/file-bm25-results.json.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from lab.studies.research_scripts import load_script, run_command, studied
 
-def _load(name: str, file: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-prf_study = _load("prf_study", "2026-12-01-prf-and-sentences.py")
-centroid = _load("centroid_study", "2026-12-01-file-centroid.py")
+prf_study = load_script("2026-12-01-prf-and-sentences.py")
+centroid = load_script("2026-12-01-file-centroid.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
@@ -95,42 +85,18 @@ def _scaled(x: np.ndarray) -> np.ndarray:
 
 
 def study(specs: list[str]) -> None:
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    for spec in specs:
-        _coll, corpus, passes, meta, qv, p = prf_study.load(spec)
-        base, per = prf_study.ndcg(passes, p, meta)
-        results[spec] = {"base": per}
-        print(f"{spec} default {base:.4f}", flush=True)
+    for spec, (_coll, corpus, passes, meta, qv, p), base, results in studied(specs, RESULTS):
         corpus.searcher.refresh()
         fb = FileBM25(corpus.searcher.snapshot, p.bm25_k1, p.bm25_b)
         files = [fb.of_candidates(c) for c in passes]
         cents = centroid.centroid_cosines(corpus, passes, qv)
         for a in GRID:
             lexical = [replace(c, lexical=(1 - a) * _scaled(c.lexical) + a * _scaled(f)) for c, f in zip(passes, files)]
-            mean, results[spec][f"l{a}"] = prf_study.ndcg(lexical, p, meta)
+            mean, results[f"l{a}"] = prf_study.ndcg(lexical, p, meta)
             both = [replace(c, qsim=((1 - CENTROID_A) * c.qsim + CENTROID_A * d).astype(np.float32)) for c, d in zip(lexical, cents)]
-            mean2, results[spec][f"l{a}+c"] = prf_study.ndcg(both, p, meta)
+            mean2, results[f"l{a}+c"] = prf_study.ndcg(both, p, meta)
             print(f"{spec} l{a} {mean:.4f} ({mean - base:+.4f})  with centroid {mean2:.4f} ({mean2 - base:+.4f})", flush=True)
-    RESULTS.write_text(json.dumps(results))
-
-
-def pooled(key: str, specs: list[str], resamples: int = 20_000) -> None:
-    """The mean over `specs` of each set's mean nDCG@10 difference, and its two-sided p-value from a
-    stratified sign-flip test (each query's difference flips sign at random, within its own set): the
-    statistic the issue's "mean over the four collections" asks about, every set weighted alike."""
-    results = json.loads(RESULTS.read_text())
-    diffs = [np.array([results[s][key][q] - results[s]["base"][q] for q in sorted(results[s]["base"])]) for s in specs]
-    observed = np.mean([d.mean() for d in diffs])
-    rng = np.random.default_rng(0)
-    null = np.mean([(rng.choice([-1.0, 1.0], (resamples, len(d))) * d).mean(axis=1) for d in diffs], axis=0)
-    p = (1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + resamples)
-    print(f"{key}: mean over {len(specs)} sets {observed:+.4f}, stratified sign-flip p = {p:.4f} ({resamples} resamples)")
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "pooled":
-        pooled(sys.argv[2], sys.argv[3:])
-    elif sys.argv[1] == "compare":
-        prf_study.compare(sys.argv[2], sys.argv[3:], RESULTS)
-    else:
-        study(sys.argv[2:])
+    run_command(sys.argv[1:], RESULTS, lambda argv: study(argv[1:]))

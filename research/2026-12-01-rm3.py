@@ -18,26 +18,16 @@ Per-query results go to $RAGX_CACHE_DIR/research-prf/rm3-results.json.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from lab.studies.research_scripts import load_script, run_command, studied
 
-def _load(name: str, file: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-prf_study = _load("prf_study", "2026-12-01-prf-and-sentences.py")
-file_bm25 = _load("file_bm25_study", "2026-12-01-file-bm25.py")
+prf_study = load_script("2026-12-01-prf-and-sentences.py")
+file_bm25 = load_script("2026-12-01-file-bm25.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
 from ragx.scoring.score import score  # noqa: E402
@@ -97,28 +87,21 @@ class Feedback:
 
 
 def study(specs: list[str], keys: list[str] | None) -> None:
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    for spec in specs:
-        _coll, corpus, passes, meta, _qv, p = prf_study.load(spec)
-        base, per = prf_study.ndcg(passes, p, meta)
-        results[spec] = {"base": per}
-        print(f"{spec} default {base:.4f}", flush=True)
+    for spec, (_coll, corpus, passes, meta, _qv, p), base, results in studied(specs, RESULTS):
         fb = Feedback(corpus, p)
         for k, m, lam in GRID:
             key = key_of(k, m, lam)
             if keys and key not in keys:
                 continue
-            mean, results[spec][key] = prf_study.ndcg([fb.expanded(c, k, m, lam) for c in passes], p, meta)
+            mean, results[key] = prf_study.ndcg([fb.expanded(c, k, m, lam) for c in passes], p, meta)
             print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
-        RESULTS.write_text(json.dumps(results))
+
+
+def _study_command(argv: list[str]) -> None:
+    """`study [KEY] SPEC...`: KEY ("k10m10l0.7") runs that grid point only."""
+    chosen = [argv[1]] if argv[1].startswith("k") else None
+    study(argv[2:] if chosen else argv[1:], chosen)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "pooled":
-        file_bm25.RESULTS = RESULTS
-        file_bm25.pooled(sys.argv[2], sys.argv[3:])
-    elif sys.argv[1] == "compare":
-        prf_study.compare(sys.argv[2], sys.argv[3:], RESULTS)
-    else:
-        chosen = [sys.argv[2]] if sys.argv[2].startswith("k") else None
-        study(sys.argv[3:] if chosen else sys.argv[2:], chosen)
+    run_command(sys.argv[1:], RESULTS, _study_command)
