@@ -27,7 +27,6 @@ from lab.studies.research_scripts import load_script, run_command
 prf_study = load_script("2026-12-01-prf-and-sentences.py")
 
 from lab.builds import build, prepare  # noqa: E402
-from lab.passes import build_cache, index_fingerprint, load_cache  # noqa: E402
 from ragx.config import load_settings  # noqa: E402
 
 GRID = ("t128", "t160", "t256")  # t200 is the defaults' pass; 256 is all-MiniLM-L6-v2's max_seq_length (the hard cap)
@@ -43,14 +42,9 @@ def settings_of(key: str) -> dict:
     if key[0] == "w":
         out["embeddings"] = {"model": str(WIDE_MODEL)}
     return out
+
+
 RESULTS = prf_study.OUT / "chunk-size-results.json"
-
-
-def _passes(corpus, queries, folder: Path):
-    stale = (folder / "meta.json").exists() and json.loads((folder / "meta.json").read_text())["index"] != index_fingerprint(corpus)
-    if stale or not (folder / "passes.parquet").exists():
-        build_cache(corpus, queries, prf_study.CAPS, folder)
-    return load_cache(folder)
 
 
 def study(specs: list[str], grid: tuple[str, ...]) -> None:
@@ -58,7 +52,7 @@ def study(specs: list[str], grid: tuple[str, ...]) -> None:
     for spec in specs:
         coll, split = spec.rsplit("-", 1)
         base, queries = prepare({"data_dir": str(prf_study.DATA / coll), "cache": None}, split)
-        passes, meta = _passes(base, queries, prf_study.OUT / spec)
+        passes, meta = prf_study.cached_passes(base, queries, prf_study.OUT / spec)
         p = load_settings(base.root).search
         mean, per = prf_study.ndcg(passes, p, meta)
         results.setdefault(spec, {})["base"] = per
@@ -67,7 +61,7 @@ def study(specs: list[str], grid: tuple[str, ...]) -> None:
             started = time.perf_counter()
             name = f"chunk{key[1:]}" if key[0] == "t" else f"wide-chunk{key[1:]}"
             corpus = build(base, name, settings_of(key), prf_study.OUT / "chunk-builds" / coll)
-            passes, meta = _passes(corpus, queries, prf_study.OUT / f"{spec}-{name}")
+            passes, meta = prf_study.cached_passes(corpus, queries, prf_study.OUT / f"{spec}-{name}")
             value, results[spec][key] = prf_study.ndcg(passes, load_settings(corpus.root).search, meta)
             chunks = corpus.status(drift=False, verify=False)["chunks"]
             print(f"{spec} {key} {value:.4f} ({value - mean:+.4f})  chunks {chunks}  ({time.perf_counter() - started:.0f} s)", flush=True)

@@ -46,15 +46,19 @@ SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 def load(spec: str):
     coll, split = spec.rsplit("-", 1)
     corpus, queries = prepare({"data_dir": str(DATA / coll), "cache": None}, split)
-    folder = OUT / spec
-    # A pass names chunks and files by id: one cached before the index was rebuilt names other chunks.
-    # (Only the index is compared, not ragx's code hash: these studies re-score the signals themselves.)
+    passes, meta = cached_passes(corpus, queries, OUT / spec)
+    qv = {q.id: corpus.embedder.embed_query(q.text) for q in queries}
+    return coll, corpus, passes, meta, qv, load_settings(corpus.root).search
+
+
+def cached_passes(corpus, queries, folder: Path):
+    """The defaults' passes (CAPS) of `queries` over `corpus`, cached in `folder`. A pass names chunks and
+    files by id, so a cache of an index since rebuilt names other chunks: it is run again. (Only the
+    index is compared, not ragx's code hash: these studies re-score the signals themselves.)"""
     stale = (folder / "meta.json").exists() and json.loads((folder / "meta.json").read_text())["index"] != index_fingerprint(corpus)
     if stale or not (folder / "passes.parquet").exists():
         build_cache(corpus, queries, CAPS, folder)
-    passes, meta = load_cache(folder)
-    qv = {q.id: corpus.embedder.embed_query(q.text) for q in queries}
-    return coll, corpus, passes, meta, qv, load_settings(corpus.root).search
+    return load_cache(folder)
 
 
 def ndcg(passes, p, meta) -> tuple[float, dict[str, float]]:

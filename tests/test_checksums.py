@@ -4,6 +4,7 @@ reuse and when a searcher loads a generation; `ragx index --full` repairs each d
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -39,8 +40,6 @@ def _damage(path, offset: int = 200, size: int = 64):
 
 def _damage_keeping_identity(path):
     """Damage below the file system, as it looks from above: same size and inode, the old times back."""
-    import os
-
     st = path.stat()
     _damage(path, offset=1000)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
