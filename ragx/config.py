@@ -159,6 +159,8 @@ LIMITS: dict[str, Limit] = {
     "search.shortlist": Limit(1, 100_000),
     "search.file_chunks": Limit(1, 1000),
     "search.link_weight": Limit(0, 1000),
+    "search.anchor_dense": Limit(0, 1),
+    "search.anchor_lexical": Limit(0, 1),
     "search.min_dense_evidence": Limit(0, 1),
     "search.min_lexical_evidence": Limit(0, 1_000_000),
     "search.bm25_k1": Limit(0, 100),

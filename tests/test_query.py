@@ -32,7 +32,7 @@ def test_query_json_has_locations_breakdown_and_exact_slices(corpus, capsys):
     assert code == 0 and doc["schema"] == "ragx.query.v1" and len(doc["results"]) == 5
     for r in doc["results"]:
         assert r["file"].startswith("astronomy")
-        assert set(r["breakdown"]) == {"dense", "lexical", "fused", "heat", "rerank"}
+        assert set(r["breakdown"]) == {"dense", "lexical", "fused", "heat", "rerank", "anchor_dense", "anchor_lexical"}
         data = (corpus / r["file"]).read_bytes()
         full = data[r["byte_start"] : r["byte_end"]].decode()
         assert full.startswith(r["text"]) and r["truncated"] == (len(full) > len(r["text"]))

@@ -120,6 +120,7 @@ def _print_chunks(doc: dict, explain: bool) -> None:
             f"[bold]{r['rank']:>3}. {escape(r['file'])}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
             f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}, heat {b['heat']:.4f}"
             + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
+            + (f", anchors {b['anchor_dense']:.3f}/{b['anchor_lexical']:.2f}" if b.get("anchor_dense") is not None else "")
             + f", hop {r['hop']})[/]"
         )
         snippet = " ".join(r["text"].split())[:200]

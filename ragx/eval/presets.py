@@ -23,10 +23,13 @@ from ..search.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
 PRESETS: dict[str, Callable[[Params], Params]] = {
-    # single legs stay single: no link edges ([ranking] link_weight = 0)
-    "dense": lambda p: p.replace(lexical_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0, link_weight=0.0),
-    "bm25": lambda p: p.replace(dense_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=1.0, link_weight=0.0),
-    "hybrid": lambda p: p.switched(graph=False, rerank=False),
+    # single legs stay single: no link edges ([ranking] link_weight = 0), no anchor evidence; the hybrid
+    # is the plain two-leg fusion every other configuration is measured against
+    "dense": lambda p: p.replace(lexical_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0, link_weight=0.0,
+                                 anchor_dense=0.0, anchor_lexical=0.0),
+    "bm25": lambda p: p.replace(dense_n=0, hops=0, rerank_weight=0.0, heat_weight=0.0, dense_weight=0.0, lexical_weight=1.0, link_weight=0.0,
+                                anchor_dense=0.0, anchor_lexical=0.0),
+    "hybrid": lambda p: p.switched(graph=False, rerank=False).replace(anchor_dense=0.0, anchor_lexical=0.0),
     "graph": lambda p: p.switched(graph=True, rerank=False),   # the graph stage on (off by default)
     "default": lambda p: p.switched(rerank=False),             # the shipped pipeline, without a reranker
     "full": lambda p: p,

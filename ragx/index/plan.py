@@ -23,6 +23,7 @@ from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
 from ..lookup import find_sorted
 from ..ingest.filetypes import MARKDOWN
+from ..ingest.anchors import extract as extract_anchors
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .layout import Layout
@@ -31,8 +32,9 @@ from .store import FileRow, Store
 
 
 # Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
-# of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers.
-CHUNKER_VERSION = 2
+# of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers;
+# 3 = anchor texts (an index from before has none until its notes are read again).
+CHUNKER_VERSION = 3
 
 
 def needs_rechunk(manifest: dict) -> bool:
@@ -109,6 +111,8 @@ class ChangeSet:
     next_file: int                                # id of files[0]
     next_chunk: int                               # the manifest's next_chunk_id after this run
     links: list[tuple[int, str, str]] = field(default_factory=list)        # (index into files, kind, target)
+    anchors: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index into files, kind, target, text)
+    anchor_vecs: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))  # a unit row per anchor
     undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8
     textless: dict[str, list[int]] = field(default_factory=dict)  # PDF path -> pages without text (read this run)
 
@@ -158,6 +162,7 @@ class _Chunked:
     undecodable: list[FoundFile] = field(default_factory=list)         # read, but not UTF-8
     textless: dict[str, list[int]] = field(default_factory=dict)       # PDF path -> pages without text
     links: list[tuple[int, str, str]] = field(default_factory=list)    # (index into files, kind, target)
+    anchors: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index into files, kind, target, text)
 
 
 def _chunk_pdf(f: FoundFile, counter, chunk_settings: ChunkSettings, out: _Chunked, report: IndexReport, reporter: Reporter) -> None:
@@ -196,6 +201,7 @@ def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings,
         out.chunks.extend((fi, c) for c in chunk_text(f.path, data, text, counter, chunk_settings))
         if detect_kind(f.path, text) == MARKDOWN:  # the links the author wrote
             out.links.extend((fi, kind, target) for kind, target in extract_links(f.path, text))
+            out.anchors.extend((fi, kind, target, anchor) for kind, target, anchor in extract_anchors(f.path, text))
     return out
 
 
@@ -217,7 +223,10 @@ def plan(
     # A full run may reuse any indexed text's vector; an incremental one those of the files it replaces
     # (edited, moved, renamed), so it never reads every chunk's text.
     reusable = reusable_vectors(layout, store, manifest, embedder, None if full else removed) if texts else None
-    new_vecs, fresh = vectors_for(texts, reusable, embedder, settings.embeddings.batch_size, reporter, report)
+    # The anchor texts (ragx/ingest/anchors.py) are embedded in the same pass, after the chunks.
+    every_vec, every_fresh = vectors_for(texts + [a[3] for a in chunked.anchors], reusable, embedder,
+                                         settings.embeddings.batch_size, reporter, report)
+    new_vecs, fresh, anchor_vecs = every_vec[: len(texts)], every_fresh[: len(texts)], every_vec[len(texts):]
     report.embedded_chunks = int(fresh.sum())
     report.reused_chunks = len(texts) - report.embedded_chunks
     report.embedded_files = sorted({files[fi][0].path for (fi, _), f in zip(chunks, fresh.tolist()) if f})
@@ -232,6 +241,7 @@ def plan(
         kept_old=np.setdiff1d(old_live, removed, assume_unique=True),
         touched=[] if full else diff.touched, next_file=store.next_file_id(),
         next_chunk=int(next_chunk + len(new_ids)), links=chunked.links,
+        anchors=chunked.anchors, anchor_vecs=anchor_vecs,
         undecodable=undecodable_rows(diff.undecodable + chunked.undecodable), textless=chunked.textless,
     )
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
+from .fts_tokens import FTS_TOKENIZER
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arrays import Arrays
@@ -106,7 +107,20 @@ CREATE TABLE IF NOT EXISTS links(
 );
 CREATE INDEX IF NOT EXISTS links_by_file ON links(file_id);
 CREATE INDEX IF NOT EXISTS links_by_target ON links(kind, target);
-"""
+-- Anchor texts (ragx/ingest/anchors.py): the line around each link, embedded, evidence for its target.
+CREATE TABLE IF NOT EXISTS anchors(
+    file_id INTEGER NOT NULL,        -- the file the link is written in
+    kind TEXT NOT NULL,              -- link | wikilink
+    target TEXT NOT NULL,            -- as in links, resolved at query time
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL             -- float32, unit length, by the index's embedder
+);
+CREATE INDEX IF NOT EXISTS anchors_by_file ON anchors(file_id);
+CREATE INDEX IF NOT EXISTS anchors_by_target ON anchors(target);
+-- One BM25 document per anchor target, every anchor text written towards it (anchor_fts rowid = id).
+CREATE TABLE IF NOT EXISTS anchor_docs(id INTEGER PRIMARY KEY, target TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE IF NOT EXISTS anchor_fts USING fts5(text, tokenize='%s');
+""" % FTS_TOKENIZER
 
 # The text BM25 indexes and the embedder embeds for chunk `c`: its header (if any), a blank line, its
 # text (the same string as Chunk.embed_text).
@@ -351,6 +365,41 @@ class Store:
         files = self.db.execute("SELECT f.id, f.path FROM temp.link_files t CROSS JOIN files f ON f.id = t.id").fetchall()
         return files, links
 
+    def file_paths_of(self, file_ids: Sequence[int]) -> dict[int, str]:
+        """File id -> path for `file_ids` (one indexed read)."""
+        _fill_temp(self.db, "path_files", file_ids)
+        return dict(self.db.execute("SELECT f.id, f.path FROM temp.path_files t CROSS JOIN files f ON f.id = t.id").fetchall())
+
+    def anchor_rows(self, targets: Sequence[str]) -> list[tuple[str, str, bytes]]:
+        """(kind, target, vector) of the anchors written towards any of `targets`: one indexed read. An
+        index written before the anchor table existed has none (its next `ragx index` re-chunks it)."""
+        if not targets:
+            return []
+        _fill_temp_text(self.db, "anchor_wanted", targets)
+        try:
+            return self.db.execute(
+                "SELECT a.kind, a.target, a.vector FROM temp.anchor_wanted t CROSS JOIN anchors a ON a.target = t.path").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+
+    def anchor_bm25(self, match: str, targets: Sequence[str]) -> list[tuple[str, float]]:
+        """(target, BM25) of the anchor documents of `targets` that match the FTS5 expression (FTS5's
+        bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
+        if not targets:
+            return []
+        _fill_temp_text(self.db, "anchor_wanted", targets)
+        try:
+            rows = self.db.execute(
+                "SELECT d.target, bm25(anchor_fts) FROM anchor_fts JOIN anchor_docs d ON d.id = anchor_fts.rowid "
+                "WHERE anchor_fts MATCH ? AND d.target IN (SELECT path FROM temp.anchor_wanted)", (match,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        return [(t, -float(v)) for t, v in rows]
+
     def files_passing(self, path_glob: str | None, tags: Sequence[str], tag_kind: str) -> np.ndarray:
         """Sorted ids of the files whose path matches the glob (SQLite GLOB) and that carry every tag
         (normalised; tag `a` also matches the hierarchical `a/b` and `a.b`) as `tag_kind` links."""
@@ -456,11 +505,13 @@ class Store:
             # lexical index of every chunk (~300 MB at a million chunks), goes with the same commit.
             db.execute("DROP TABLE IF EXISTS chunks_fts")
             if change.full:
-                for table in ("chunks", "files", "knn", "communities", "chunk_headers", "links"):
+                for table in ("chunks", "files", "knn", "communities", "chunk_headers", "links", "anchors"):
                     db.execute(f"DELETE FROM {table}")
+                anchor_targets: list[str] = []
             else:
-                _drop_gone(db, change, arrays)
+                anchor_targets = _drop_gone(db, change, arrays)
             _insert_new(db, change)
+            _write_anchor_docs(db, None if change.full else anchor_targets + [t for _, _, t, _ in change.anchors])
             db.executemany(
                 "INSERT INTO knn(src, dst, weight) VALUES (?, ?, ?)",
                 zip(arrays.knn_src.tolist(), arrays.knn_dst.tolist(), arrays.knn_weight.tolist()),
@@ -751,12 +802,16 @@ def _touch(db: sqlite3.Connection, touched) -> None:
     db.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", [(f.size, f.mtime_ns, row.id) for f, row in touched])
 
 
-def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> None:
-    """An incremental run: rows of deleted and changed files, and the kNN rows that are redone."""
+def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> list[str]:
+    """An incremental run: rows of deleted and changed files, and the kNN rows that are redone.
+    Returns the targets of the anchors that went (their BM25 documents are rewritten)."""
     _fill_temp(db, "gone_files", change.gone_file_ids)
-    # headers and links of the files that go (the headers before their chunks)
+    # headers, links and anchors of the files that go (the headers before their chunks)
     db.execute("DELETE FROM chunk_headers WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files))")
     db.execute("DELETE FROM links WHERE file_id IN (SELECT id FROM temp.gone_files)")
+    gone_targets = [r[0] for r in db.execute(
+        "SELECT DISTINCT a.target FROM temp.gone_files g CROSS JOIN anchors a ON a.file_id = g.id")]
+    db.execute("DELETE FROM anchors WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
     _fill_temp(db, "redo", arrays.redo.tolist())
@@ -764,6 +819,7 @@ def _drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") ->
     _fill_temp(db, "gone_chunks", change.removed.tolist())
     db.execute("DELETE FROM knn WHERE dst IN (SELECT id FROM temp.gone_chunks)")
     _touch(db, change.touched)
+    return gone_targets
 
 
 def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
@@ -785,3 +841,31 @@ def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
         [(int(cid), c.header) for cid, (_, c) in zip(change.new_ids.tolist(), change.chunks) if c.header],
     )
     db.executemany("INSERT INTO links(file_id, kind, target) VALUES (?, ?, ?)", [(nf + fi, kind, target) for fi, kind, target in change.links])
+    db.executemany(
+        "INSERT INTO anchors(file_id, kind, target, text, vector) VALUES (?, ?, ?, ?, ?)",
+        [(nf + fi, kind, target, text, vec.tobytes())
+         for (fi, kind, target, text), vec in zip(change.anchors, np.asarray(change.anchor_vecs, dtype=np.float32))],
+    )
+
+
+def _write_anchor_docs(db: sqlite3.Connection, targets: list[str] | None) -> None:
+    """Rewrite the BM25 documents of `targets` (None: every target) from the anchor rows: a target's
+    document is its anchor texts in order, one per line; a target nothing links to any more has none."""
+    if targets is None:
+        db.execute("DELETE FROM anchor_docs")
+        db.execute("DELETE FROM anchor_fts")
+        db.execute("INSERT INTO anchor_docs(target) SELECT DISTINCT target FROM anchors ORDER BY target")
+        db.execute("INSERT INTO anchor_fts(rowid, text) SELECT d.id, group_concat(a.text, char(10)) "
+                   "FROM anchor_docs d JOIN anchors a ON a.target = d.target GROUP BY d.id")
+        return
+    if not targets:
+        return
+    _fill_temp_text(db, "anchor_targets", targets)
+    db.execute("DELETE FROM anchor_fts WHERE rowid IN "
+               "(SELECT d.id FROM temp.anchor_targets t CROSS JOIN anchor_docs d ON d.target = t.path)")
+    db.execute("DELETE FROM anchor_docs WHERE target IN (SELECT path FROM temp.anchor_targets)")
+    db.execute("INSERT INTO anchor_docs(target) SELECT t.path FROM temp.anchor_targets t "
+               "WHERE EXISTS (SELECT 1 FROM anchors a WHERE a.target = t.path) ORDER BY t.path")
+    db.execute("INSERT INTO anchor_fts(rowid, text) SELECT d.id, group_concat(a.text, char(10)) "
+               "FROM temp.anchor_targets t CROSS JOIN anchor_docs d ON d.target = t.path JOIN anchors a ON a.target = d.target "
+               "GROUP BY d.id")

@@ -26,7 +26,7 @@ from .link_kinds import ALIAS, EMBED, LINK, PATH_KINDS, TAG, WIKILINK
 __all__ = ["ALIAS", "EMBED", "LINK", "PATH_KINDS", "TAG", "WIKILINK", "extract", "markdown_target", "wikilink_target"]
 
 _WIKI = re.compile(r"(?P<bang>!?)\[\[(?P<body>[^\[\]\n]+?)\]\]")
-_MD_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*<?(?P<target>[^()\s<>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
+_MD_LINK = re.compile(r"(?<!!)\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>[^()\s<>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _DENDRON_PREFIX = re.compile(r"^dendron://[^/]*/")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)

@@ -79,6 +79,11 @@ class Candidates:
     # The second edge type: (m, 2) file ids of linked files among the candidates' files, each unordered
     # pair once (ragx/search/link_edges.py); None when the pass did not read the link table.
     link_pairs: np.ndarray | None = None
+    # Anchor evidence per node, of the node's file (ragx/search/anchor_signals.py): the best cosine of the
+    # query to an anchor text written towards the file (float32, NaN: none), and the query's BM25 over
+    # the file's anchor document (float64, 0: none or no match). None (the default) fills those values.
+    anchor_sim: np.ndarray = field(default=cast(np.ndarray, None))
+    anchor_lexical: np.ndarray = field(default=cast(np.ndarray, None))
     # The labelled query this pass answers, when it came from a query set (the lab's pass cache);
     # empty for a user's query.
     qid: str = ""
@@ -86,6 +91,10 @@ class Candidates:
     def __post_init__(self):
         if self.rerank is None:
             self.rerank = np.full(len(self.nodes), np.nan)
+        if self.anchor_sim is None:
+            self.anchor_sim = np.full(len(self.nodes), np.nan, dtype=np.float32)
+        if self.anchor_lexical is None:
+            self.anchor_lexical = np.zeros(len(self.nodes))
 
     def cache_row(self) -> dict:
         """The fields a pass cache stores, as plain lists (see CACHE_COLUMNS)."""
@@ -109,6 +118,8 @@ CACHE_COLUMNS = {
     "indptr": np.int64,
     "nbr": np.int64,
     "weight": np.float64,
+    "anchor_sim": np.float32,
+    "anchor_lexical": np.float64,
 }
 CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs", "qid")
 NOT_CACHED = ("rerank", "rerank_model", "notes")

@@ -32,6 +32,8 @@ class Params:
     min_lexical_evidence: float  # ... or BM25 evidence reaches this (ragx/search/evidence.py; 0 and 0 = off)
     bm25_k1: float           # BM25 term-frequency saturation (FTS5's bm25(): 1.2)
     bm25_b: float            # BM25 length normalisation, 0..1 (FTS5's bm25(): 0.75)
+    anchor_dense: float      # share of the dense signal taken by anchor evidence, 0..1 (0 = off): (1 - a) * cosine + a * max(cosine, best anchor cosine of its file)
+    anchor_lexical: float    # the same for BM25 over the file's anchor document, both scaled by their best candidate (0 = off)
 
     def caps(self) -> "PassCaps":
         """The retrieval pass these params need."""

@@ -3,6 +3,7 @@
     fused   = RRF of the seed rankings                        (fuse.rrf)
     heat    = propagated from the seeds along the graph        (traverse.propagate)
     pre     = (heat_weight*heat + dense_weight*dense + lexical_weight*lexical) / (heat_weight + dense_weight + lexical_weight), each min-max normalised
+              (dense and lexical with their files' anchor evidence mixed in: dense_signal, lexical_signal)
     final   = (rerank_weight*rerank + heat_weight*heat + dense_weight*dense + lexical_weight*lexical) / (rerank_weight + heat_weight + dense_weight + lexical_weight)
 
 The candidates are every admitted node. Without rerank scores rerank_weight drops out (the other weights
@@ -46,8 +47,35 @@ def minmax(x: np.ndarray) -> np.ndarray:
     return (x.astype(np.float64) - lo) / (hi - lo)
 
 
-def _signals(c: Candidates, trace: Trace, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return minmax(trace.heat[cand]), minmax(c.qsim[cand]), minmax(c.lexical[cand])
+def _signals(c: Candidates, p: Params, trace: Trace, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return minmax(trace.heat[cand]), minmax(dense_signal(c, p, cand)), minmax(lexical_signal(c, p, cand))
+
+
+def dense_signal(c: Candidates, p: Params, cand: np.ndarray) -> np.ndarray:
+    """The candidates' cosines, with anchor evidence mixed in: (1 - a) * cosine + a * max(cosine, the
+    best anchor cosine of the candidate's file). A file nobody links to keeps its cosine."""
+    qsim = c.qsim[cand].astype(np.float64)
+    a = p.anchor_dense
+    if a <= 0:
+        return qsim
+    return (1 - a) * qsim + a * np.fmax(qsim, c.anchor_sim[cand])
+
+
+def lexical_signal(c: Candidates, p: Params, cand: np.ndarray) -> np.ndarray:
+    """The candidates' BM25, with the BM25 of their files' anchor documents mixed in, each scaled by
+    its best candidate: (1 - a) * bm25 + a * max(bm25, anchor bm25)."""
+    lexical = c.lexical[cand]
+    a = p.anchor_lexical
+    anchor = c.anchor_lexical[cand]
+    if a <= 0 or not anchor.any():
+        return lexical
+    lexical = _scaled(lexical)
+    return (1 - a) * lexical + a * np.maximum(lexical, _scaled(anchor))
+
+
+def _scaled(x: np.ndarray) -> np.ndarray:
+    top = float(np.max(x)) if len(x) else 0.0
+    return x / top if top > 0 else np.zeros(len(x))
 
 
 def _pre(p: Params, heat: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
@@ -80,7 +108,7 @@ def prepare(c: Candidates, p: Params) -> Prepared:
     fused = rrf(c, p)
     trace = propagate(c, p, fused)
     cand = trace.admitted
-    heat, dense, lexical = _signals(c, trace, cand)
+    heat, dense, lexical = _signals(c, p, trace, cand)
     pre = _pre(p, heat, dense, lexical)
     return Prepared(fused, trace, heat, dense, lexical, pre, _ranked(c, cand, pre)[: p.shortlist])
 

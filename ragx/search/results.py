@@ -49,6 +49,10 @@ def _breakdown(c: Candidates, r: Ranking, node: int) -> dict[str, Any]:
         "fused": float(r.fused[node]),
         "heat": finite(r.trace.heat[node], "heat"),
         "rerank": None if np.isnan(rr) else float(rr),
+        # what notes linking to this chunk's file say: best anchor cosine (None: nobody links to it) and
+        # BM25 over its anchor document
+        "anchor_dense": None if np.isnan(c.anchor_sim[node]) else float(c.anchor_sim[node]),
+        "anchor_lexical": float(c.anchor_lexical[node]),
     }
 
 

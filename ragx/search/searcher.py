@@ -37,6 +37,7 @@ from ..scoring.score import prepare, score
 from .evidence import judge
 from .expand import query_vectors
 from .filters import Filters, allowed_files, allowed_rows
+from .anchor_signals import anchor_signals
 from .link_edges import NO_PAIRS, file_link_pairs
 from .results import QueryOptions, chunks_document, describe_evidence, files_document
 from .retrieve import retrieval_pass
@@ -144,10 +145,11 @@ class Searcher:
 
     def _pass(self, query: str, qvecs: np.ndarray, variants: list[str], snap: Snapshot, caps: PassCaps, filters: Filters) -> Candidates:
         """The retrieval pass inside the caller's read transaction: filtered rows, then the link edges
-        among the candidates' files."""
+        among the candidates' files and the anchor evidence for them."""
         allowed = allowed_rows(snap.file_ids, allowed_files(self.store, filters)) if filters.active else None
         c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
         c.link_pairs = file_link_pairs(self.store, c.file_ids)
+        c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0])
         return c
 
     def rerank(self, c: Candidates, params: Params, shortlisted: np.ndarray | None = None) -> None:
@@ -215,4 +217,5 @@ def emptied(c: Candidates) -> Candidates:
         c, dense_ids=[none for _ in c.dense_ids], lexical_ids=none, nodes=none, file_ids=none,
         qsim=np.empty(0, np.float32), lexical=np.empty(0), indptr=np.zeros(1, np.int64), nbr=none,
         weight=np.empty(0), rerank=np.empty(0), link_pairs=NO_PAIRS,
+        anchor_sim=np.empty(0, np.float32), anchor_lexical=np.empty(0),
     )
