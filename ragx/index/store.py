@@ -370,35 +370,41 @@ class Store:
         _fill_temp(self.db, "path_files", file_ids)
         return dict(self.db.execute("SELECT f.id, f.path FROM temp.path_files t CROSS JOIN files f ON f.id = t.id").fetchall())
 
-    def anchor_rows(self, targets: Sequence[str]) -> list[tuple[str, str, bytes]]:
-        """(kind, target, vector) of the anchors written towards any of `targets`: one indexed read. An
-        index written before the anchor table existed has none (its next `ragx index` re-chunks it)."""
-        if not targets:
-            return []
-        _fill_temp_text(self.db, "anchor_wanted", targets)
+    def has_anchors(self) -> bool:
+        """Whether any anchor is stored (an index from before the anchor table has none)."""
         try:
-            return self.db.execute(
-                "SELECT a.kind, a.target, a.vector FROM temp.anchor_wanted t CROSS JOIN anchors a ON a.target = t.path").fetchall()
+            return self.db.execute("SELECT 1 FROM anchor_docs LIMIT 1").fetchone() is not None
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
-                return []
+                return False
             raise
 
-    def anchor_bm25(self, match: str, targets: Sequence[str]) -> list[tuple[str, float]]:
-        """(target, BM25) of the anchor documents of `targets` that match the FTS5 expression (FTS5's
-        bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
-        if not targets:
-            return []
+    def anchor_docs_named(self, targets: Sequence[str]) -> list[tuple[int, str]]:
+        """(id, target) of the anchor documents whose target is one of `targets`, by id."""
         _fill_temp_text(self.db, "anchor_wanted", targets)
-        try:
-            rows = self.db.execute(
-                "SELECT d.target, bm25(anchor_fts) FROM anchor_fts JOIN anchor_docs d ON d.id = anchor_fts.rowid "
-                "WHERE anchor_fts MATCH ? AND d.target IN (SELECT path FROM temp.anchor_wanted)", (match,)).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return []
-            raise
-        return [(t, -float(v)) for t, v in rows]
+        return self.db.execute(
+            "SELECT d.id, d.target FROM temp.anchor_wanted t CROSS JOIN anchor_docs d ON d.target = t.path ORDER BY d.id").fetchall()
+
+    def anchor_vectors(self, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every anchor of the documents `doc_ids`: (its document's id, whether a wikilink wrote it, its
+        vector as a float32 row). One indexed read."""
+        _fill_temp(self.db, "anchor_doc_ids", doc_ids.tolist())
+        rows = self.db.execute(
+            "SELECT d.id, a.kind = 'wikilink', a.vector FROM temp.anchor_doc_ids w CROSS JOIN anchor_docs d ON d.id = w.id "
+            "CROSS JOIN anchors a ON a.target = d.target").fetchall()
+        doc = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        wiki = np.fromiter((r[1] for r in rows), dtype=bool, count=len(rows))
+        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return doc, wiki, vectors
+
+    def anchor_bm25(self, match: str, doc_ids: np.ndarray) -> list[tuple[int, float]]:
+        """(document id, BM25) of the anchor documents among `doc_ids` that match the FTS5 expression
+        (FTS5's bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
+        _fill_temp(self.db, "anchor_doc_ids", doc_ids.tolist())
+        rows = self.db.execute(
+            "SELECT rowid, bm25(anchor_fts) FROM anchor_fts WHERE anchor_fts MATCH ? "
+            "AND rowid IN (SELECT id FROM temp.anchor_doc_ids)", (match,)).fetchall()
+        return [(int(d), -float(v)) for d, v in rows]
 
     def files_passing(self, path_glob: str | None, tags: Sequence[str], tag_kind: str) -> np.ndarray:
         """Sorted ids of the files whose path matches the glob (SQLite GLOB) and that carry every tag
