@@ -17,11 +17,10 @@ Per-query results go to $RAGX_CACHE_DIR/research-prf/file-window-results.json.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
 
 prf_study = load_script("2026-12-01-prf-and-sentences.py")
 chunk_size = load_script("2026-12-01-chunk-size.py")
@@ -61,10 +60,7 @@ def study(specs: list[str]) -> None:
         missing = sum(int(np.isnan(w).sum()) for w in wide)
         if missing:
             raise SystemExit(f"{spec}: {missing} candidates have no file in the w512 build")
-        for a in GRID:
-            variant = [replace(c, qsim=((1 - a) * c.qsim + a * w).astype(np.float32)) for c, w in zip(passes, wide)]
-            mean, per_variant[f"a{a}"] = prf_study.ndcg(variant, p, meta)
-            print(f"{spec} a{a} {mean:.4f} ({mean - base:+.4f})", flush=True)
+        dense_mixes(spec, loaded, base, per_variant, wide, GRID)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
 
 prf_study = load_script("2026-12-01-prf-and-sentences.py")
 
@@ -132,10 +131,7 @@ def study(specs: list[str]) -> None:
         coll, corpus, passes, meta, qv, p = loaded
         ids, vectors = late_vectors(coll, corpus)
         late = [(vectors[np.searchsorted(ids, c.nodes)] @ qv[c.qid]).astype(np.float32) for c in passes]
-        for a in GRID:
-            variant = [replace(c, qsim=((1 - a) * c.qsim + a * s).astype(np.float32)) for c, s in zip(passes, late)]
-            mean, per_variant[f"a{a}"] = prf_study.ndcg(variant, p, meta)
-            print(f"{spec} a{a} {mean:.4f} ({mean - base:+.4f})", flush=True)
+        dense_mixes(spec, loaded, base, per_variant, late, GRID)
 
 
 if __name__ == "__main__":

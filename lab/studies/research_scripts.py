@@ -69,3 +69,19 @@ def studied(specs: list[str], results_file: Path) -> Iterator[tuple[str, tuple, 
         print(f"{spec} default {base:.4f}", flush=True)
         yield spec, loaded, base, results[spec]
         results_file.write_text(json.dumps(results))
+
+
+def dense_mixes(spec: str, loaded: tuple, base: float, per_variant: dict, signal: list, grid: tuple[float, ...]) -> None:
+    """Score the pass with each candidate's dense signal (1 - a) * cosine + a * `signal` (one array per
+    pass, per node) for every a of `grid`; per-query values go to `per_variant["a<a>"]`, a line per a is
+    printed. The common loop of the studies that add one dense signal."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    prf = load_script("2026-12-01-prf-and-sentences.py")
+    _coll, _corpus, passes, meta, _qv, p = loaded
+    for a in grid:
+        variant = [replace(c, qsim=((1 - a) * c.qsim + a * x).astype(np.float32)) for c, x in zip(passes, signal)]
+        mean, per_variant[f"a{a}"] = prf.ndcg(variant, p, meta)
+        print(f"{spec} a{a} {mean:.4f} ({mean - base:+.4f})", flush=True)
