@@ -64,8 +64,8 @@ def test_anchors_are_stored_with_vectors_and_one_bm25_document_per_target(vault)
     assert dict(docs)["garden.md"] == "Also garden."
     with sqlite3.connect(vault / ".ragx" / "index.sqlite") as db:
         (blob,) = db.execute("SELECT vector FROM anchors WHERE target = 'garden.md'").fetchone()
-    vec = np.frombuffer(blob, np.float32)
-    assert vec.shape == (HashEmbedder().dim,) and np.isclose(np.linalg.norm(vec), 1.0, atol=1e-5)
+    vec = np.frombuffer(blob, np.float16)  # the chunk vectors' precision
+    assert vec.shape == (HashEmbedder().dim,) and np.isclose(np.linalg.norm(vec.astype(np.float32)), 1.0, atol=1e-3)
 
 
 def test_incremental_runs_keep_anchors_exact(vault):

@@ -19,7 +19,7 @@ class RichReporter:
     @contextmanager
     def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
         columns = (
-            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("texts (chunks, anchors)"),
             TimeElapsedColumn(), TimeRemainingColumn(),
         )
         with Progress(*columns, console=err, transient=False) as progress:
