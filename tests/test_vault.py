@@ -143,3 +143,13 @@ def test_lab_pass_cache_keeps_link_pairs_so_link_weight_rescoring_matches(vault,
     assert len(live.link_pairs) > 0 and np.array_equal(cached.link_pairs, live.link_pairs)
     assert np.array_equal(score(cached, p).score, score(live, p).score, equal_nan=True)
     assert not np.array_equal(score(live, p).score, score(live, p.replace(link_weight=0.0)).score, equal_nan=True)
+
+
+def test_a_query_reads_link_edges_only_when_link_weight_uses_them(vault):
+    corpus = Corpus(vault)
+    base = corpus.settings.search.replace(dense_n=50, lexical_n=50)
+    query = "roses tulips hub log garden"
+    on = corpus.query(query, params=base.replace(link_weight=0.5), top=10)["results"]
+    off = corpus.query(query, params=base.replace(link_weight=0.0), top=10)["results"]
+    # the boost needs the edges: with them the linked files' scores rise above the unboosted ones
+    assert sum(r["score"] for r in on) > sum(r["score"] for r in off)

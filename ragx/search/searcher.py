@@ -143,12 +143,14 @@ class Searcher:
             load()
             self._embedder_warm = True
 
-    def _pass(self, query: str, qvecs: np.ndarray, variants: list[str], snap: Snapshot, caps: PassCaps, filters: Filters) -> Candidates:
+    def _pass(self, query: str, qvecs: np.ndarray, variants: list[str], snap: Snapshot, caps: PassCaps, filters: Filters,
+              link_edges: bool = True) -> Candidates:
         """The retrieval pass inside the caller's read transaction: filtered rows, then the link edges
-        among the candidates' files and the anchor evidence for them."""
+        among the candidates' files (unless `link_edges` is False: a query whose link_weight is 0 never
+        uses them; a pass kept for re-scoring does) and the anchor evidence for them."""
         allowed = allowed_rows(snap.file_ids, allowed_files(self.store, filters)) if filters.active else None
         c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
-        c.link_pairs = file_link_pairs(self.store, c.file_ids)
+        c.link_pairs = file_link_pairs(self.store, c.file_ids) if link_edges else NO_PAIRS
         c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0])
         return c
 
@@ -185,7 +187,7 @@ class Searcher:
         variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, options.expand)
         with self.reading() as snap:
             self.check_model()
-            c = self._pass(query, qvecs, variants, snap, params.caps(), options.filters)
+            c = self._pass(query, qvecs, variants, snap, params.caps(), options.filters, link_edges=params.link_weight > 0)
             if note is not None:
                 c.notes["expand"] = note
             verdict = judge(c, params)  # an absolute test: is anything here relevant at all?
