@@ -400,16 +400,16 @@ class Store:
         vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=ANCHOR_VECTOR_DTYPE).reshape(len(rows), -1).astype(np.float32)
         return doc, wiki, vectors
 
-    def anchor_bm25(self, match: str, doc_ids: np.ndarray) -> list[tuple[int, float]]:
-        """(document id, BM25) of the anchor documents among `doc_ids` that match the FTS5 expression
-        (FTS5's bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
+    def anchor_bm25(self, match: str, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(document ids, BM25 scores) of the anchor documents among `doc_ids` that match the FTS5
+        expression (FTS5's bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
         # Every matching document, then the wanted ones: with `rowid IN (...)` in the statement SQLite
         # runs the full-text match once per wanted id (10x slower on dendron-vault's queries).
         rows = self.db.execute("SELECT rowid, bm25(anchor_fts) FROM anchor_fts WHERE anchor_fts MATCH ?", (match,)).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         scores = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-        pos, found = find_sorted(np.asarray(doc_ids, dtype=np.int64), ids)
-        return [(int(d), -float(v)) for d, v in zip(ids[found].tolist(), scores[found].tolist())]
+        _, found = find_sorted(np.asarray(doc_ids, dtype=np.int64), ids)
+        return ids[found], -scores[found]
 
     def files_passing(self, path_glob: str | None, tags: Sequence[str], tag_kind: str) -> np.ndarray:
         """Sorted ids of the files whose path matches the glob (SQLite GLOB) and that carry every tag
@@ -861,14 +861,11 @@ def _insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
 
 def _write_anchor_docs(db: sqlite3.Connection, targets: list[str] | None) -> None:
     """Rewrite the BM25 documents of `targets` (None: every target) from the anchor rows: a target's
-    document is its anchor texts in order, one per line; a target nothing links to any more has none."""
+    document is its anchor texts, one per line; a target nothing links to any more has none."""
     if targets is None:
         db.execute("DELETE FROM anchor_docs")
         db.execute("DELETE FROM anchor_fts")
-        db.execute("INSERT INTO anchor_docs(target) SELECT DISTINCT target FROM anchors ORDER BY target")
-        db.execute("INSERT INTO anchor_fts(rowid, text) SELECT d.id, group_concat(a.text, char(10)) "
-                   "FROM anchor_docs d JOIN anchors a ON a.target = d.target GROUP BY d.id")
-        return
+        targets = [r[0] for r in db.execute("SELECT DISTINCT target FROM anchors")]
     if not targets:
         return
     _fill_temp_text(db, "anchor_targets", targets)

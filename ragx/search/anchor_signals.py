@@ -18,21 +18,19 @@ import numpy as np
 
 from ..index.store import Store
 from ..lookup import unique_ids
-from .lexical import query_words
+from .lexical import fts5_any, query_words
 
 
-def _matches(keys: list[str], targets: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(target position, key position) for every equal pair (a key may repeat: one target reaches each)."""
-    if not keys or not targets:
+def _equal_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value position, key position) for every pair with keys[k] == values[v] (keys may repeat: a value
+    reaches each of its equals), by a sort and two binary searches."""
+    if len(keys) == 0 or len(values) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    k = np.array(keys)
-    order = np.argsort(k, kind="stable")
-    t = np.array(targets)
-    lo, hi = np.searchsorted(k[order], t, "left"), np.searchsorted(k[order], t, "right")
-    count = hi - lo
-    starts = np.repeat(lo, count)
+    order = np.argsort(keys, kind="stable")
+    lo = np.searchsorted(keys[order], values, "left")
+    count = np.searchsorted(keys[order], values, "right") - lo
     offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    return np.repeat(np.arange(len(t)), count), order[starts + offset]
+    return np.repeat(np.arange(len(values)), count), order[np.repeat(lo, count) + offset]
 
 
 def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,8 +49,8 @@ def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np
     doc_ids = np.array([d for d, _ in docs], dtype=np.int64)  # sorted
     targets = [t for _, t in docs]
     # doc -> file pairs: by path for every link, by name for wikilinks only
-    by_path_doc, by_path_file = _matches(path, targets)
-    by_name_doc, by_name_file = _matches(name, targets)
+    by_path_doc, by_path_file = _equal_pairs(np.array(path), np.array(targets))
+    by_name_doc, by_name_file = _equal_pairs(np.array(name), np.array(targets))
     pair_doc = np.concatenate([by_path_doc, by_name_doc])
     pair_file = np.concatenate([by_path_file, by_name_file])
     pair_wiki_only = np.concatenate([np.zeros(len(by_path_doc), bool), np.ones(len(by_name_doc), bool)])
@@ -60,11 +58,7 @@ def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np
     row_doc, row_wiki, vectors = store.anchor_vectors(doc_ids)
     row_doc = np.searchsorted(doc_ids, row_doc)  # positions in doc_ids
     # every (row, pair) with the same document, kept where the pair's rule admits the row's link kind
-    order = np.argsort(pair_doc, kind="stable")
-    lo = np.searchsorted(pair_doc[order], row_doc, "left")
-    count = np.searchsorted(pair_doc[order], row_doc, "right") - lo
-    rows = np.repeat(np.arange(len(row_doc)), count)
-    pairs = order[np.repeat(lo, count) + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)]
+    rows, pairs = _equal_pairs(pair_doc, row_doc)
     keep = ~pair_wiki_only[pairs] | row_wiki[rows]
     rows, pairs = rows[keep], pairs[keep]
     # elementwise products summed per row (as retrieve.cosines): a row's cosine never depends on the others
@@ -76,10 +70,10 @@ def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np
 
     words = query_words(query)
     if words:
-        scored = store.anchor_bm25(" OR ".join(f'"{w}"' for w in words), doc_ids)
-        if scored:
+        matched, score = store.anchor_bm25(fts5_any(words), doc_ids)
+        if len(matched):
             doc_score = np.zeros(len(doc_ids))
-            doc_score[np.searchsorted(doc_ids, np.array([d for d, _ in scored], dtype=np.int64))] = [v for _, v in scored]
+            doc_score[np.searchsorted(doc_ids, matched)] = score
             # a document reaches a file by name only if a wikilink wrote its target
             has_wiki = np.zeros(len(doc_ids), bool)
             has_wiki[row_doc[row_wiki]] = True

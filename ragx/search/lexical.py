@@ -39,6 +39,12 @@ def query_words(text: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS] or words
 
 
+def fts5_any(words: list[str]) -> str:
+    """An FTS5 expression matching any of `words`. Inside double quotes FTS5 reads a string (a phrase),
+    never syntax; a word (letters and digits) holds no quote to escape."""
+    return " OR ".join(f'"{w}"' for w in words)
+
+
 def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
     words = query_words(text)
@@ -49,8 +55,7 @@ def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b:
     if snap.lexicon is not None:
         ids, scores = snap.lexicon.matches(shared().of_words(words), k1, b)
     else:
-        # Inside double quotes FTS5 reads a string (a phrase), never syntax; a word holds no quote to escape.
-        ids, fts5_scores = store.bm25(" OR ".join(f'"{w}"' for w in words))
+        ids, fts5_scores = store.bm25(fts5_any(words))
         scores = -fts5_scores  # FTS5's bm25() is lower-is-better
     order = np.lexsort((ids, -scores))
     return ids[order], scores[order]
