@@ -134,12 +134,14 @@ class Corpus:
         time: Any = None,
         tags: tuple[str, ...] = (),
         path_glob: str | None = None,
+        evidence_check: bool = True,
     ) -> dict[str, Any]:
         """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
 
         `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every
         result also gets its file's `date`, `date_source` and `stale`. `tags`, `path_glob`: only files with
-        every tag and a path matching the glob."""
+        every tag and a path matching the glob. `evidence_check` False: results even when the "nothing
+        relevant" rule finds no evidence (its verdict is still reported)."""
         from .file_context import WIDE_TOP, annotate
         from .search.filters import Filters
         from .search.results import QueryOptions
@@ -153,7 +155,7 @@ class Corpus:
         if time is not None and time.active:  # filters and boosts see every candidate, then cut to top
             p = p.replace(top=WIDE_TOP)
         filters = Filters(tuple(tags), path_glob)
-        options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters)
+        options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters, enforce_evidence=evidence_check)
         doc = self.searcher.search(text, p, options)
         return annotate(doc, self.searcher.store, self.root, time, wanted)
 

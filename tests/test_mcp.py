@@ -112,7 +112,7 @@ def test_lists_four_tools_with_schemas_and_annotations(corpus, tmp_path):
         assert search["required"] == ["query"] and search["properties"]["query"]["type"] == "string"
         top = search["properties"]["top"]["anyOf"]
         assert {"type": "integer", "minimum": 1} in top and {"type": "null"} in top
-        for flag in ("files_only", "explain", "no_graph", "no_lexical", "no_rerank", "no_expand"):
+        for flag in ("files_only", "explain", "no_graph", "no_lexical", "no_rerank", "no_expand", "no_evidence_check"):
             assert search["properties"][flag]["type"] == "boolean" and search["properties"][flag]["default"] is False
         assert set(tools["index"].input_schema["properties"]) == {"path"}  # the progress context is not an argument
         assert tools["status"].input_schema.get("properties", {}) == {}

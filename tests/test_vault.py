@@ -112,7 +112,24 @@ def test_no_evidence_means_empty_result_and_exit_1(vault, capsys):
     doc = json.loads(out)
     assert code == 1 and doc["results"] == [] and "reason" in doc["evidence"]
     code, out, _ = call(capsys, "query", "asdkjh qwpoeiru", "--root", str(vault))
-    assert code == 1 and "no relevant evidence" in out
+    assert code == 1 and "no relevant evidence" in out and "--no-evidence-check" in out
+
+
+def test_no_evidence_check_shows_the_closest_and_still_reports_the_verdict(vault, capsys):
+    strict = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=0.01)
+    c = Corpus(vault)
+    shown = c.query("asdkjh qwpoeiru", params=strict, evidence_check=False)
+    enforced = c.query("asdkjh qwpoeiru", params=strict)
+    ranked_without_rule = c.query("asdkjh qwpoeiru", params=strict.replace(min_dense_evidence=0.0, min_lexical_evidence=0.0))
+    assert enforced["results"] == [] and enforced["evidence"]["enforced"] is True
+    assert shown["evidence"]["match"] is False and shown["evidence"]["enforced"] is False and "no relevant evidence" in shown["evidence"]["reason"]
+    assert [r["chunk_id"] for r in shown["results"]] == [r["chunk_id"] for r in ranked_without_rule["results"]] != []
+    (vault / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.999\nmin_lexical_evidence = 0.01\n", encoding="utf-8")
+    code, out, _ = call(capsys, "query", "asdkjh qwpoeiru", "--root", str(vault), "--json", "--no-evidence-check")
+    doc = json.loads(out)
+    assert code == 0 and doc["results"] and doc["evidence"]["match"] is False
+    code, out, _ = call(capsys, "query", "asdkjh qwpoeiru", "--root", str(vault), "--files-only", "--no-evidence-check")
+    assert code == 0 and out.startswith("weak match, shown because of --no-evidence-check: no relevant evidence")
 
 
 def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys):

@@ -27,6 +27,8 @@ def query_command(
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,
+    no_evidence_check: Annotated[bool, typer.Option(
+        "--no-evidence-check", help="Show the best results even when nothing looks relevant (the verdict is still reported).")] = False,
     global_: Annotated[bool, typer.Option("--global", help="Rank communities (topics) for a corpus-level question (ragx.global.v1).")] = False,
     since: Annotated[Optional[str], typer.Option("--since", help="Only files dated on or after DATE (frontmatter, git, else mtime).")] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="Only files dated on or before DATE.")] = None,
@@ -50,14 +52,13 @@ def query_command(
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
         graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand, time=when,
-        tags=tuple(tag or ()), path_glob=path_glob,
+        tags=tuple(tag or ()), path_glob=path_glob, evidence_check=not no_evidence_check,
     )
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
-    elif files_only:
-        _print_files(doc, explain)
     else:
-        _print_chunks(doc, explain)
+        _print_weak_evidence(doc)
+        (_print_files if files_only else _print_chunks)(doc, explain)
     if not doc["results"]:
         if not json_out:
             out.print("no results" + _why_empty(doc))
@@ -145,8 +146,20 @@ def _print_files(doc: dict, explain: bool) -> None:
 
 
 def _why_empty(doc: dict) -> str:
-    """[ranking] The evidence rule's reason, when it is what emptied the result."""
+    """[ranking] The evidence rule's reason, when it is what emptied the result, and the way round it."""
     from rich.markup import escape
 
     reason = doc.get("evidence", {}).get("reason")
-    return f" ({escape(reason)})" if reason else ""
+    if not reason:
+        return ""
+    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith("no relevant evidence") else ""
+    return f" ({escape(reason)}{hint})"
+
+
+def _print_weak_evidence(doc: dict) -> None:
+    """Results shown although the evidence rule found nothing relevant (--no-evidence-check) say so first."""
+    from rich.markup import escape
+
+    evidence = doc.get("evidence", {})
+    if doc["results"] and not evidence.get("match", True):
+        out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

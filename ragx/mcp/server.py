@@ -128,6 +128,9 @@ def _add_search(server: MCPServer, service: Service) -> None:
         no_lexical: Annotated[bool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
         no_rerank: Annotated[bool, Field(description="Fast mode: skip the cross-encoder reranker (when one is configured).")] = False,
         no_expand: Annotated[bool, Field(description="Fast mode: skip LLM query expansion (when enabled).")] = False,
+        no_evidence_check: Annotated[bool, Field(description=(
+            "Return the closest results even when nothing looks relevant; `evidence.match` still says so. "
+            "Use it after an empty answer whose `evidence.reason` says 'no relevant evidence'."))] = False,
     ) -> Document:
         """Search the corpus by meaning. Returns ranked chunks (schema ragx.query.v1): each result has
         `file` (path relative to the corpus root), `line_start`/`line_end` (1-based, inclusive), byte
@@ -137,6 +140,7 @@ def _add_search(server: MCPServer, service: Service) -> None:
         return _answer("search", lambda: service.search(
             query, top=top, files_only=files_only, explain=explain,
             graph=graph, no_graph=no_graph, no_lexical=no_lexical, no_rerank=no_rerank, no_expand=no_expand,
+            no_evidence_check=no_evidence_check,
         ))
 
 

@@ -161,6 +161,7 @@ class Service:
         no_lexical: bool = False,
         no_rerank: bool = False,
         no_expand: bool = False,
+        no_evidence_check: bool = False,
     ) -> dict[str, Any]:
         text = query.strip()
         if not text:
@@ -169,6 +170,7 @@ class Service:
             doc = self.corpus().query(
                 text, top=top, files_only=files_only, explain=explain,
                 graph=True if graph else (False if no_graph else None), lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand,
+                evidence_check=not no_evidence_check,
             )
         return schemas.document(schemas.FILES if files_only else schemas.QUERY, doc)
 

@@ -32,6 +32,9 @@ class QueryOptions:
     expand: bool = True
     text_chars: int = TEXT_CHARS
     filters: Filters = Filters()  # --tag / --path
+    # False (--no-evidence-check): a query the evidence rule finds nothing relevant for still gets its
+    # best results; the `evidence` key says the rule was not enforced.
+    enforce_evidence: bool = True
 
 
 def finite(value: float, what: str) -> float:
@@ -100,10 +103,12 @@ def files_document(store: Store, c: Candidates, r: Ranking, p: Params, o: QueryO
     return {"results": results, "candidates": int(len(r.order))}
 
 
-def describe_evidence(c: Candidates, verdict: Verdict, filters: Filters) -> dict[str, Any]:
-    """The `evidence` key (both signals, both thresholds, the reason when nothing is relevant) and,
-    with --tag / --path, the `filters` key; a filter no indexed file passes says so."""
-    out: dict[str, Any] = {"evidence": verdict.describe()}
+def describe_evidence(c: Candidates, verdict: Verdict, options: QueryOptions) -> dict[str, Any]:
+    """The `evidence` key (both signals, both thresholds, the reason when nothing is relevant, whether
+    the rule was enforced) and, with --tag / --path, the `filters` key; a filter no indexed file passes
+    says so."""
+    filters = options.filters
+    out: dict[str, Any] = {"evidence": {**verdict.describe(), "enforced": options.enforce_evidence}}
     if filters.active:
         out["filters"] = filters.describe()
         if len(c.nodes) == 0 and verdict.dense == 0 and verdict.lexical == 0:

@@ -191,7 +191,7 @@ class Searcher:
             if note is not None:
                 c.notes["expand"] = note
             verdict = judge(c, params)  # an absolute test: is anything here relevant at all?
-            if not verdict.match:
+            if not verdict.match and options.enforce_evidence:
                 c = emptied(c)
             prepared = prepare(c, params)
             self.rerank(c, params, prepared.shortlist)
@@ -199,7 +199,7 @@ class Searcher:
             build = files_document if options.files_only else chunks_document
             doc = build(self.store, c, ranking, params, options)
             generation = self._generation
-        doc.update(describe_evidence(c, verdict, options.filters))
+        doc.update(describe_evidence(c, verdict, options))
         doc["query"] = query
         doc["params"] = dataclasses.asdict(params)
         doc["variants"] = c.variants
