@@ -45,6 +45,20 @@ def test_chunks_without_community_are_ignored_and_word_pairs_do_not_repeat_words
     assert "white" not in labels[0].keywords  # in one chunk only
 
 
+def test_markup_links_and_contractions_do_not_label_a_community():
+    """Notes with embedded videos, image URLs and wikilinks are labelled by what they say, not by their markup."""
+    embed = '<div style="position: relative; height: 0"><iframe src="https://www.loom.com/embed/x" allowfullscreen></iframe></div>'
+    link = "see [[the stars page|dendron.topic.stars]] and ![](https://assets.s3.amazonaws.com/images/sky.png)"
+    texts = [f"{t} {embed} {link} it's what we're doing" for t in texts_about(STARS, 6, 1)]
+    texts += [f"{t} https://github.com/dendronhq/dendron/issues/{i} [[dendron.topic.baking]]" for i, t in enumerate(texts_about(BREAD, 5, 2))]
+    labels = label_communities(texts, np.array([0] * 6 + [1] * 5))
+    words = {w for lab in labels.values() for k in lab.keywords for w in k.split()}
+    assert set(labels[0].label.split(", ")) <= set(STARS) | {"page"} and set(labels[1].label.split(", ")) <= set(BREAD) | {"baking"}
+    assert not words & {"div", "style", "position", "height", "iframe", "src", "loom", "embed", "allowfullscreen",
+                        "https", "github", "dendronhq", "issues", "amazonaws", "assets", "images", "png", "sky",
+                        "dendron", "topic", "it's", "we're"}
+
+
 def _label(number: int, label: str, keywords: list[str], size: int) -> CommunityLabel:
     return CommunityLabel(number, label, keywords, [1.0 / (i + 1) for i in range(len(keywords))], size)
 

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 
 from ragx.index import terms
+from ragx.ingest.readable import without_markup
 from ragx.index.stop_words import STOP_WORDS
 from ragx.index.terms import TOKEN_PATTERN, Vocabulary
 
@@ -15,10 +16,11 @@ WORDS = "orbit comet planet the of flour oven bread dough and is yeast star-dust
 
 
 def reference(texts: list[str]) -> list[Counter]:
-    """Per text: words (stop words dropped) and pairs of neighbours among what remains."""
+    """Per text: words of the text as read (markup left out), stop words dropped, and pairs of neighbours
+    among what remains."""
     out = []
     for t in texts:
-        w = [x for x in re.findall(TOKEN_PATTERN, t.lower()) if x not in STOP_WORDS]
+        w = [x for x in re.findall(TOKEN_PATTERN, without_markup(t).lower()) if x not in STOP_WORDS]
         out.append(Counter(w + [f"{a} {b}" for a, b in zip(w, w[1:])]))
     return out
 
@@ -30,6 +32,8 @@ def random_texts(n: int, seed: int) -> list[str]:
 
 def test_counts_equal_a_plain_count_of_words_and_pairs():
     texts = random_texts(300, 1) + ["Orbit, comet. The planet's (oven)!", "bread\x00dough yeast", ""]
+    # markup, some of it cut between neighbouring texts (a block is cleaned in one pass)
+    texts += ['comet <div class="orbit', 'planet"> oven https://star.org/bread', "[[half", "link]] dough", "see [[Oven|bake.oven]]"]
     vocab = Vocabulary.fit(texts, min_df=1)
     assert vocab is not None
     counts = vocab.transform(texts).toarray()

@@ -41,4 +41,9 @@ yet you your yours yourself yourselves
 # Noise of notes and code corpora: URL parts, file extensions, citation abbreviations.
 _NOISE = "http https www com org html md png jpg pdf et al eg ie"
 
-STOP_WORDS = frozenset(_FUNCTION_WORDS.split()) | frozenset(_NOISE.split())
+# A contraction is one token ("it's", "don't": the token pattern keeps apostrophes inside a word), and
+# it says no more than its stem does ("don", "isn" are listed above for the same reason).
+_CONTRACTED = ("s", "t", "re", "ve", "ll", "d", "m")
+_FUNCTION = frozenset(_FUNCTION_WORDS.split())
+
+STOP_WORDS = _FUNCTION | frozenset(_NOISE.split()) | frozenset(f"{w}'{end}" for w in _FUNCTION for end in _CONTRACTED)

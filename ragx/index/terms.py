@@ -1,7 +1,8 @@
 """Words and word pairs of chunk texts, counted into a sparse chunk x term matrix (community labels).
 
-Tokens: TOKEN_PATTERN (words of 2 to 32 characters that start with a letter), lower-cased, stop
-words dropped; word pairs are neighbours in what remains ("boundary of the layer" gives "boundary
+Tokens: TOKEN_PATTERN (words of 2 to 32 characters that start with a letter) of the text as a reader
+sees it (ragx/ingest/readable.py: links as their labels, no web addresses, no HTML/SVG tags),
+lower-cased, stop words dropped; word pairs are neighbours in what remains ("boundary of the layer" gives "boundary
 layer"). No Python code runs per token: a block of texts is joined and split at white space in one
 call, each DISTINCT piece is cut into words by the regex once, pieces and words become integer ids
 through dicts mapped in C, and everything after that is numpy (pairs are int64 keys, counts come
@@ -23,6 +24,7 @@ from itertools import repeat
 
 import numpy as np
 
+from ..ingest.readable import without_markup
 from ..lookup import find_sorted
 from .stop_words import STOP_WORDS
 
@@ -39,6 +41,7 @@ _BREAK = "\x00"       # between two texts of a block (a text holding one is spli
 def _pieces(texts: list[str]) -> tuple[list[str], np.ndarray | None]:
     """The white-space separated pieces of `texts`, lower-cased, and the text index of each piece
     (None: the texts are joined by _BREAK pieces, which tell)."""
+    texts = list(map(without_markup, texts))
     joined = f" {_BREAK} ".join(texts).lower()
     if joined.count(_BREAK) == max(len(texts) - 1, 0):
         return joined.split(), None

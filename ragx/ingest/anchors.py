@@ -17,23 +17,15 @@ import re
 from . import frontmatter
 from .link_kinds import LINK, WIKILINK
 from .links import _FENCE, _MD_LINK, _WIKI, markdown_target, wikilink_target
+from .readable import links_as_labels
 
 MAX_CHARS = 300  # an anchor is a line, not a paragraph: long lines are cut here
 _LIST_MARK = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 
 
-def _wiki_label(body: str) -> str:
-    """`[[label|target]]` -> label; `[[a.b.c-d#x]]` -> "a b c-d"."""
-    if "|" in body:
-        return body.split("|", 1)[0].strip()
-    return body.split("#", 1)[0].rsplit("/", 1)[-1].removesuffix(".md").replace(".", " ").strip()
-
-
 def _plain(line: str) -> str:
     """The line as a reader sees it: links as their labels, no list marker, at most MAX_CHARS."""
-    line = _WIKI.sub(lambda m: _wiki_label(m.group("body")), line)
-    line = _MD_LINK.sub(lambda m: m.group("label"), line)
-    return _LIST_MARK.sub("", line).strip()[:MAX_CHARS]
+    return _LIST_MARK.sub("", links_as_labels(line)).strip()[:MAX_CHARS]
 
 
 def extract(source: str, text: str) -> list[tuple[str, str, str]]:
