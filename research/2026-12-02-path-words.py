@@ -37,11 +37,12 @@ import numpy as np
 from lab.studies.research_scripts import load_script, run_command, studied
 
 prf_study = load_script("2026-12-01-prf-and-sentences.py")
+anchor_study = load_script("2026-12-01-anchor-text.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 
-GRID = tuple(f"{kind}{a}" for kind in ("d", "l", "dl") for a in (0.25, 0.5, 1.0))
+GRID = anchor_study.GRID  # the anchor study's: the same two mixes, the same weights
 RESULTS = prf_study.OUT / "path-words-results.json"
 COMMON = 0.10  # a path word in more than this share of the files says nothing about one of them
 K1, B = 1.2, 0.75
