@@ -1,12 +1,12 @@
 """Words and word pairs of chunk texts, counted into a sparse chunk x term matrix (community labels).
 
 Tokens: TOKEN_PATTERN (words of 2 to 32 characters that start with a letter) of the text as a reader
-sees it (ragx/ingest/readable.py: links as their labels, no web addresses, no HTML/SVG tags),
-lower-cased, stop words dropped; word pairs are neighbours in what remains ("boundary of the layer" gives "boundary
-layer"). No Python code runs per token: a block of texts is joined and split at white space in one
-call, each DISTINCT piece is cut into words by the regex once, pieces and words become integer ids
-through dicts mapped in C, and everything after that is numpy (pairs are int64 keys, counts come
-from scipy.sparse summing duplicate (chunk, term) entries).
+sees it (ragx/ingest/readable.py: links as their labels, no web addresses, no HTML/SVG tags; one call
+per text), lower-cased, stop words dropped; word pairs are neighbours in what remains ("boundary of the
+layer" gives "boundary layer"). No Python code runs per token: a block of texts is joined and split
+at white space in one call, each DISTINCT piece is cut into words by the regex once, pieces and words
+become integer ids through dicts mapped in C, and everything after that is numpy (pairs are int64
+keys, counts come from scipy.sparse summing duplicate (chunk, term) entries).
 
 Vocabulary: the terms found in at least `min_df` chunks of a fit sample, at most MAX_TERMS of them
 (most chunks first, ties alphabetical). The sample is every chunk up to FIT_CHUNKS and an evenly
