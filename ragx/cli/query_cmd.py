@@ -149,10 +149,12 @@ def _why_empty(doc: dict) -> str:
     """[ranking] The evidence rule's reason, when it is what emptied the result, and the way round it."""
     from rich.markup import escape
 
+    from ..search.evidence import NO_EVIDENCE
+
     reason = doc.get("evidence", {}).get("reason")
     if not reason:
         return ""
-    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith("no relevant evidence") else ""
+    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(NO_EVIDENCE) else ""
     return f" ({escape(reason)}{hint})"
 
 

@@ -24,6 +24,10 @@ from ..scoring.params import Params
 from .lexical import query_words
 
 
+# How the reason of a query without evidence begins: the CLI tells it from other empty answers by it.
+NO_EVIDENCE = "no relevant evidence"
+
+
 @dataclass(frozen=True)
 class Verdict:
     match: bool
@@ -42,7 +46,7 @@ class Verdict:
         }
         if not self.match:
             out["reason"] = (
-                f"no relevant evidence: best cosine {self.dense:.3f} < {self.min_dense:.3f} and "
+                f"{NO_EVIDENCE}: best cosine {self.dense:.3f} < {self.min_dense:.3f} and "
                 f"best BM25 per query term {self.lexical:.3f} < {self.min_lexical:.3f}"
             )
         return out
