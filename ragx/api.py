@@ -360,6 +360,8 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
         fts = store.fts_size()
         if fts != len(ids):
             problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}: {HINT}")
+    if store.anchors_need_update():
+        problems.append("anchor evidence is stored in an older layout and queries go without it: run `ragx index` (it converts it)")
     orphans = store.orphan_chunks()
     if orphans:
         problems.append(f"{orphans} chunks belong to no file: {HINT}")

@@ -55,11 +55,12 @@ def _anchors(root):
     with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
         rows = sorted(db.execute("SELECT f.path, a.kind, a.target, a.text FROM anchors a JOIN files f ON f.id = a.file_id"))
         docs = sorted(db.execute("SELECT d.target, x.text FROM anchor_docs d JOIN anchor_fts x ON x.rowid = d.id"))
-    return rows, docs
+        blobs = sorted(db.execute("SELECT target, wiki, vectors FROM anchor_docs"))
+    return rows, docs, blobs
 
 
 def test_anchors_are_stored_with_vectors_and_one_bm25_document_per_target(vault):
-    rows, docs = _anchors(vault)
+    rows, docs, _ = _anchors(vault)
     assert ("hub.md", "wikilink", "finance.sheet.md", "For the quarterly budget review read finance sheet.") in rows
     assert dict(docs)["garden.md"] == "Also garden."
     with sqlite3.connect(vault / ".ragx" / "index.sqlite") as db:
@@ -75,11 +76,44 @@ def test_incremental_runs_keep_anchors_exact(vault):
     incremental = _anchors(vault)
     run_index(vault, load_settings(vault), HashEmbedder(), full=True)
     assert incremental == _anchors(vault)
-    rows, docs = incremental
+    rows, docs, _ = incremental
     assert dict(docs) == {"finance.sheet.md": "Budget notes live in finance sheet now.", "garden.md": "The garden in spring."}
     (vault / "notes.md").unlink()
     run_index(vault, load_settings(vault), HashEmbedder())
     assert "garden.md" not in dict(_anchors(vault)[1])  # nobody links to it any more: no document
+
+
+def _best_anchor_cosine(root, target: str, query_vec: np.ndarray) -> float:
+    """From the anchor rows themselves (not the per-document blobs a query reads)."""
+    with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
+        blobs = [r[0] for r in db.execute("SELECT vector FROM anchors WHERE target = ?", (target,))]
+    vectors = np.frombuffer(b"".join(blobs), np.float16).reshape(len(blobs), -1).astype(np.float32)
+    return float((vectors @ query_vec.astype(np.float32)).max())
+
+
+def test_an_index_from_before_the_per_document_blobs_is_reported_then_converted_by_the_next_run(vault):
+    query = "quarterly budget review"
+    corpus = Corpus(vault)
+    p = corpus.settings.search.replace(dense_n=50, lexical_n=50)
+    current = corpus.searcher.candidates(query, p, expand=False)
+    paths = corpus.searcher.store.file_paths()
+    sheet = np.array([paths[int(f)] == "finance.sheet.md" for f in current.file_ids])
+    assert sheet.any()
+    expected = _best_anchor_cosine(vault, "finance.sheet.md", corpus.embedder.embed_query(query))
+    assert np.allclose(current.anchor_sim[sheet], expected, atol=1e-5)
+    before = _anchors(vault)
+    with sqlite3.connect(vault / ".ragx" / "index.sqlite") as db:  # the layout of older indexes
+        db.execute("ALTER TABLE anchor_docs DROP COLUMN vectors")
+        db.execute("ALTER TABLE anchor_docs DROP COLUMN wiki")
+
+    old = Corpus(vault)
+    assert any("older layout" in p and "ragx index" in p for p in old.status(drift=False)["problems"])
+    stale = old.searcher.candidates(query, p, expand=False)  # answers, without anchor evidence
+    assert np.isnan(stale.anchor_sim).all() and not stale.anchor_lexical.any()
+
+    run_index(vault, load_settings(vault), HashEmbedder())  # no file changed: the writer converts on open
+    assert _anchors(vault) == before
+    assert Corpus(vault).status(drift=False)["problems"] == []
 
 
 def test_anchor_evidence_lifts_the_linked_note_and_the_weights_turn_it_off(vault):

@@ -120,8 +120,15 @@ CREATE TABLE IF NOT EXISTS anchors(
 );
 CREATE INDEX IF NOT EXISTS anchors_by_file ON anchors(file_id);
 CREATE INDEX IF NOT EXISTS anchors_by_target ON anchors(target);
--- One BM25 document per anchor target, every anchor text written towards it (anchor_fts rowid = id).
-CREATE TABLE IF NOT EXISTS anchor_docs(id INTEGER PRIMARY KEY, target TEXT NOT NULL UNIQUE);
+-- One document per anchor target: every anchor text written towards it (its BM25 text, anchor_fts
+-- rowid = id), and its anchors' vectors and kinds as two blobs in one order, so a query reads one row
+-- per candidate target, not one per anchor. The blobs are derived from `anchors` (the source of truth).
+CREATE TABLE IF NOT EXISTS anchor_docs(
+    id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL UNIQUE,
+    wiki BLOB,                       -- uint8 per anchor: 1 if a wikilink wrote it
+    vectors BLOB                     -- its anchors' vectors (ANCHOR_VECTOR_DTYPE), row after row
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS anchor_fts USING fts5(text, tokenize='%s');
 """ % FTS_TOKENIZER
 
@@ -159,6 +166,17 @@ class RunExtras:
 
     terms_cache: Path | None = None  # .ragx/label-terms.npz: chunk x term counts kept across runs (labels.py)
     git_dates: dict[str, float] = field(default_factory=dict)  # path -> last commit time, read before the transaction
+
+
+class AnchorDocs(NamedTuple):
+    """Anchor documents (sorted ids, their targets) and their anchors, one row each: the position of its
+    document in `ids`, whether a wikilink wrote it, its vector."""
+
+    ids: np.ndarray
+    targets: list[str]
+    row_doc: np.ndarray
+    row_wiki: np.ndarray
+    vectors: np.ndarray
 
 
 class FileRow(NamedTuple):  # a tuple: a drift check may build one per file of the corpus
@@ -206,9 +224,22 @@ class Store:
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.executescript(SCHEMA)
+                self._convert_anchor_docs()
             self.db.execute("SELECT count(*) FROM manifest").fetchone()
         except sqlite3.DatabaseError as exc:  # damaged, unwritable or full: one line with its remedy
             raise sqlite_error(exc, path) from None
+
+    def _convert_anchor_docs(self) -> None:
+        """An index from before the per-document anchor blobs gets them when a writer first opens it:
+        the columns added and filled from the anchor rows, in one transaction (a crash leaves the old
+        layout, which readers still handle)."""
+        if "vectors" in {r[1] for r in self.db.execute("PRAGMA table_info(anchor_docs)")}:
+            return
+        with self.transaction() as db:
+            db.execute("ALTER TABLE anchor_docs ADD COLUMN wiki BLOB")
+            db.execute("ALTER TABLE anchor_docs ADD COLUMN vectors BLOB")
+            _fill_temp_text(db, "anchor_targets", [r[0] for r in db.execute("SELECT target FROM anchor_docs")])
+            _write_anchor_blobs(db)
 
     def close(self) -> None:
         self.db.close()
@@ -374,31 +405,41 @@ class Store:
         return dict(self.db.execute("SELECT f.id, f.path FROM temp.path_files t CROSS JOIN files f ON f.id = t.id").fetchall())
 
     def has_anchors(self) -> bool:
-        """Whether any anchor is stored (an index from before the anchor table has none)."""
+        """Whether anchor evidence can be read: anchor documents with their vectors. An index from
+        before the anchor table has none; one from before the per-document blobs has them in the old
+        layout until the next index run converts it (`anchors_need_update`)."""
         try:
-            return self.db.execute("SELECT 1 FROM anchor_docs LIMIT 1").fetchone() is not None
+            return self.db.execute("SELECT 1 FROM anchor_docs WHERE vectors IS NOT NULL LIMIT 1").fetchone() is not None
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc) or "no such column" in str(exc):
+                return False
+            raise
+
+    def anchors_need_update(self) -> bool:
+        """Anchors are stored but their documents lack the per-document vectors (an older index that no
+        run has opened for writing since): queries go without anchor evidence until `ragx index`."""
+        try:
+            stored = self.db.execute("SELECT 1 FROM anchors LIMIT 1").fetchone() is not None
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return False
             raise
+        return stored and not self.has_anchors()
 
-    def anchor_docs_named(self, targets: Sequence[str]) -> list[tuple[int, str]]:
-        """(id, target) of the anchor documents whose target is one of `targets`, by id."""
+    def anchor_docs_named(self, targets: Sequence[str]) -> AnchorDocs:
+        """The anchor documents whose target is one of `targets`, by id, with every anchor of theirs (its
+        kind, its vector as a float32 row from the stored float16). One indexed read of a row per document."""
         _fill_temp_text(self.db, "anchor_wanted", targets)
-        return self.db.execute(
-            "SELECT d.id, d.target FROM temp.anchor_wanted t CROSS JOIN anchor_docs d ON d.target = t.path ORDER BY d.id").fetchall()
-
-    def anchor_vectors(self, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every anchor of the documents `doc_ids`: (its document's id, whether a wikilink wrote it, its
-        vector as a float32 row, from the stored float16). One indexed read."""
-        _fill_temp(self.db, "anchor_doc_ids", doc_ids.tolist())
         rows = self.db.execute(
-            "SELECT d.id, a.kind = 'wikilink', a.vector FROM temp.anchor_doc_ids w CROSS JOIN anchor_docs d ON d.id = w.id "
-            "CROSS JOIN anchors a ON a.target = d.target").fetchall()
-        doc = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        wiki = np.fromiter((r[1] for r in rows), dtype=bool, count=len(rows))
-        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=ANCHOR_VECTOR_DTYPE).reshape(len(rows), -1).astype(np.float32)
-        return doc, wiki, vectors
+            "SELECT d.id, d.target, d.wiki, d.vectors FROM temp.anchor_wanted t CROSS JOIN anchor_docs d ON d.target = t.path "
+            "ORDER BY d.id").fetchall()
+        if not rows:
+            return AnchorDocs(np.empty(0, np.int64), [], np.empty(0, np.int64), np.empty(0, bool), np.empty((0, 0), np.float32))
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        counts = np.fromiter((len(r[2]) for r in rows), dtype=np.int64, count=len(rows))
+        wiki = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8).astype(bool)
+        vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype=ANCHOR_VECTOR_DTYPE).reshape(len(wiki), -1).astype(np.float32)
+        return AnchorDocs(ids, [r[1] for r in rows], np.repeat(np.arange(len(rows)), counts), wiki, vectors)
 
     def anchor_bm25(self, match: str, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(document ids, BM25 scores) of the anchor documents among `doc_ids` that match the FTS5
@@ -877,3 +918,24 @@ def _write_anchor_docs(db: sqlite3.Connection, targets: list[str] | None) -> Non
     db.execute("INSERT INTO anchor_fts(rowid, text) SELECT d.id, group_concat(a.text, char(10)) "
                "FROM temp.anchor_targets t CROSS JOIN anchor_docs d ON d.target = t.path JOIN anchors a ON a.target = d.target "
                "GROUP BY d.id")
+    _write_anchor_blobs(db)
+
+
+def _write_anchor_blobs(db: sqlite3.Connection) -> None:
+    """The vectors and kinds blobs of the anchor documents of temp.anchor_targets, from their anchor rows:
+    one slice of the joined rows per document, in an order of content alone (kind, vector), so an
+    incremental run writes the bytes a full one would."""
+    rows = db.execute(
+        "SELECT d.id, a.kind = 'wikilink', a.vector FROM temp.anchor_targets t CROSS JOIN anchor_docs d ON d.target = t.path "
+        "JOIN anchors a ON a.target = d.target ORDER BY d.id, a.kind, a.vector").fetchall()
+    if not rows:
+        return
+    doc = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    wiki = np.fromiter((r[1] for r in rows), dtype=np.uint8, count=len(rows)).tobytes()
+    vectors = b"".join(r[2] for r in rows)
+    width = len(rows[0][2])
+    ids, starts = np.unique(doc, return_index=True)
+    ends = np.append(starts[1:], len(doc))
+    db.executemany("UPDATE anchor_docs SET wiki = ?, vectors = ? WHERE id = ?",
+                   [(wiki[lo:hi], vectors[lo * width:hi * width], d)
+                    for d, lo, hi in zip(ids.tolist(), starts.tolist(), ends.tolist())])

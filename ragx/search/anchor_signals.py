@@ -4,8 +4,9 @@ Anchors (ragx/ingest/anchors.py) are stored with their targets as written; every
 document (`anchor_docs`, its BM25 text in `anchor_fts`). Here the targets are resolved for the
 candidates' files only, by the link rules of ragx/search/link_edges.py: a target names a file by its
 path from the root or, for a wikilink written by name, by the file name at the end of its path. Three
-indexed reads: the anchor documents named by the candidates' paths and names, their anchors' vectors,
-and the query's BM25 over those documents (statistics over every anchor document of the index).
+indexed reads: the candidates' paths, the anchor documents those paths and names name (a row each,
+holding all its anchors' vectors), and the query's BM25 over those documents (statistics over every
+anchor document of the index).
 
 Per candidate node, of its file: the best cosine of the query to an anchor (NaN: no anchor) and the
 best BM25 of an anchor document (0: none, or no term matched). Scoring mixes them in
@@ -44,25 +45,23 @@ def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np
     path = [paths[f] for f in files.tolist()]
     name = [p.rsplit("/", 1)[-1] for p in path]
     docs = store.anchor_docs_named(sorted(set(path) | set(name)))
-    if not docs:
+    if not len(docs.ids):
         return sim, lexical
-    doc_ids = np.array([d for d, _ in docs], dtype=np.int64)  # sorted
-    targets = [t for _, t in docs]
+    doc_ids, row_doc, row_wiki = docs.ids, docs.row_doc, docs.row_wiki  # sorted ids; rows' positions in them
+    targets = np.array(docs.targets)
     # doc -> file pairs: by path for every link, by name for wikilinks only
-    by_path_doc, by_path_file = _equal_pairs(np.array(path), np.array(targets))
-    by_name_doc, by_name_file = _equal_pairs(np.array(name), np.array(targets))
+    by_path_doc, by_path_file = _equal_pairs(np.array(path), targets)
+    by_name_doc, by_name_file = _equal_pairs(np.array(name), targets)
     pair_doc = np.concatenate([by_path_doc, by_name_doc])
     pair_file = np.concatenate([by_path_file, by_name_file])
     pair_wiki_only = np.concatenate([np.zeros(len(by_path_doc), bool), np.ones(len(by_name_doc), bool)])
 
-    row_doc, row_wiki, vectors = store.anchor_vectors(doc_ids)
-    row_doc = np.searchsorted(doc_ids, row_doc)  # positions in doc_ids
     # every (row, pair) with the same document, kept where the pair's rule admits the row's link kind
     rows, pairs = _equal_pairs(pair_doc, row_doc)
     keep = ~pair_wiki_only[pairs] | row_wiki[rows]
     rows, pairs = rows[keep], pairs[keep]
     # elementwise products summed per row (as retrieve.cosines): a row's cosine never depends on the others
-    cos = (vectors * query_vec.astype(np.float32)).sum(axis=1, dtype=np.float32)
+    cos = (docs.vectors * query_vec.astype(np.float32)).sum(axis=1, dtype=np.float32)
     best = np.full(len(files), -np.inf, dtype=np.float32)
     np.maximum.at(best, pair_file[pairs], cos[rows])
     per_node = np.searchsorted(files, file_ids)
