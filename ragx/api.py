@@ -13,7 +13,7 @@ from . import __version__
 from .config import Settings, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.layout import Layout
-from .index.store import Store
+from .index.store import ANCHORS_OUTDATED, Store
 from .scoring.params import Params
 
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
@@ -316,6 +316,8 @@ class Corpus:
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
+                # what an upgrade left to the next index run (the index is consistent meanwhile)
+                out["notices"] = [ANCHORS_OUTDATED] if store.anchors_need_update() else []
         finally:
             if store is not None:
                 store.close()
@@ -360,8 +362,6 @@ def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[st
         fts = store.fts_size()
         if fts != len(ids):
             problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}: {HINT}")
-    if store.anchors_need_update():
-        problems.append("anchor evidence is stored in an older layout and queries go without it: run `ragx index` (it converts it)")
     orphans = store.orphan_chunks()
     if orphans:
         problems.append(f"{orphans} chunks belong to no file: {HINT}")

@@ -12,7 +12,9 @@ from fakes import HashEmbedder
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.index.build import run_index
+from ragx.index.store import ANCHORS_OUTDATED
 from ragx.ingest.anchors import extract
+from ragx.models.registry import reset_warnings
 from ragx.scoring.score import score
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
@@ -91,7 +93,7 @@ def _best_anchor_cosine(root, target: str, query_vec: np.ndarray) -> float:
     return float((vectors @ query_vec.astype(np.float32)).max())
 
 
-def test_an_index_from_before_the_per_document_blobs_is_reported_then_converted_by_the_next_run(vault):
+def test_an_index_from_before_the_per_document_blobs_is_reported_then_converted_by_the_next_run(vault, capsys):
     query = "quarterly budget review"
     corpus = Corpus(vault)
     p = corpus.settings.search.replace(dense_n=50, lexical_n=50)
@@ -107,13 +109,16 @@ def test_an_index_from_before_the_per_document_blobs_is_reported_then_converted_
         db.execute("ALTER TABLE anchor_docs DROP COLUMN wiki")
 
     old = Corpus(vault)
-    assert any("older layout" in p and "ragx index" in p for p in old.status(drift=False)["problems"])
-    stale = old.searcher.candidates(query, p, expand=False)  # answers, without anchor evidence
+    status = old.status(drift=False)  # consistent (the data agree), with a notice saying what to run
+    assert status["consistent"] and status["notices"] == [ANCHORS_OUTDATED] and "ragx index" in ANCHORS_OUTDATED
+    reset_warnings()
+    stale = old.searcher.candidates(query, p, expand=False)  # answers, without anchor evidence, and says so once
     assert np.isnan(stale.anchor_sim).all() and not stale.anchor_lexical.any()
+    assert capsys.readouterr().err.count(ANCHORS_OUTDATED) == 1
 
     run_index(vault, load_settings(vault), HashEmbedder())  # no file changed: the writer converts on open
     assert _anchors(vault) == before
-    assert Corpus(vault).status(drift=False)["problems"] == []
+    assert Corpus(vault).status(drift=False)["notices"] == []
 
 
 def test_anchor_evidence_lifts_the_linked_note_and_the_weights_turn_it_off(vault):

@@ -40,6 +40,8 @@ def status_command(
         say(f"updated     {info['updated_at']}")
         state = "consistent" if info["consistent"] else "INCONSISTENT: " + "; ".join(info["problems"])
         say(f"integrity   {state}")
+        for notice in info.get("notices", []):
+            say(f"notice      {notice}")
     d = info.get("drift")
     if d is not None:
         line = f"drift       {d['new']} new, {d['changed']} changed, {d['deleted']} deleted"

@@ -136,6 +136,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS anchor_fts USING fts5(text, tokenize='%s');
 # text (the same string as Chunk.embed_text).
 INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk_headers h WHERE h.chunk_id = c.id), '') || c.text"
 
+# Said by `ragx status` (a notice, not a fault: the index is consistent) and once by a query.
+ANCHORS_OUTDATED = "anchor evidence is stored in an older layout and queries go without it until `ragx index` converts it"
+
 _BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 

@@ -173,8 +173,8 @@ def _add_status(server: MCPServer, service: Service) -> None:
     def status() -> Document:
         """What the index holds (files, chunks, edges, communities, model, generation), whether it is
         consistent, and `drift`: how many files are new, changed or deleted since the last index run
-        (schema ragx.status.v1, like `ragx status --json`). If drift is not all zero, call `index`.
-        Cheap: loads no model."""
+        (schema ragx.status.v1, like `ragx status --json`). If drift is not all zero, or `notices`
+        is not empty (an upgrade left work to the next index run), call `index`. Cheap: loads no model."""
         return _answer("status", service.status)
 
 

@@ -30,7 +30,7 @@ from ..errors import CorruptIndexError, NoIndexError, UsageError
 from ..index.identity import check_embedder
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
-from ..index.store import Store
+from ..index.store import ANCHORS_OUTDATED, Store
 from ..scoring.candidates import Candidates, PassCaps
 from ..scoring.params import Params
 from ..scoring.score import prepare, score
@@ -107,6 +107,10 @@ class Searcher:
                 failed.add(generation)
                 return False
             self.snapshot, self._generation = snapshot, generation
+            if self.store.anchors_need_update():
+                from ..models.registry import warn_once
+
+                warn_once("anchors-outdated", ANCHORS_OUTDATED)
         self.manifest = manifest
         return True
 
