@@ -94,7 +94,7 @@ def _files_of(store: Store, file_ids: np.ndarray) -> dict[str, Any]:
     """How many files the community spans and the ones holding most of its chunks."""
     uniq, counts = np.unique(file_ids, return_counts=True)
     top = uniq[np.lexsort((uniq, -counts))[:TOP_FILES]].tolist()
-    paths = store.paths_of(top)
+    paths = store.file_paths_of(top)
     return {"files": int(len(uniq)), "top_files": [paths[f] for f in top if f in paths]}
 
 

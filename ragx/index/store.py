@@ -403,7 +403,7 @@ class Store:
         return files, links
 
     def file_paths_of(self, file_ids: Sequence[int]) -> dict[int, str]:
-        """File id -> path for `file_ids` (one indexed read)."""
+        """File id -> path for `file_ids`, missing ids left out (one indexed read)."""
         _fill_temp(self.db, "path_files", file_ids)
         return dict(self.db.execute("SELECT f.id, f.path FROM temp.path_files t CROSS JOIN files f ON f.id = t.id").fetchall())
 
@@ -759,14 +759,6 @@ class Store:
         except sqlite3.OperationalError:  # an index from before file dates: no dates, staleness still known
             rows = [(*r, None, None) for r in self.db.execute(f"SELECT path, size, mtime_ns FROM files WHERE path IN ({marks})", list(paths))]
         return {r[0]: r[1:] for r in rows}
-
-    def paths_of(self, file_ids: Sequence[int]) -> dict[int, str]:
-        """File id -> path for `file_ids` (missing ids are left out)."""
-        ids = [int(i) for i in file_ids]
-        if not ids:
-            return {}
-        _fill_temp(self.db, "lookup_files", ids)
-        return dict(self.db.execute("SELECT id, path FROM files WHERE id IN (SELECT id FROM temp.lookup_files)").fetchall())
 
     # ---- PDF pages without text (ragx/ingest/pdf.py) --------------------------------------------------
     def _record_textless(self, read: list[str], textless: dict[str, list[int]]) -> None:
