@@ -35,6 +35,9 @@ def test_index_then_status_json(corpus, capsys):
     (corpus / "a.md").write_text("# Alpha\n\nedited\n")
     _, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
     assert json.loads(out)["drift"] == {"new": 1, "changed": 1, "deleted": 0, "unreadable": 0}
+    (corpus / "c.txt").unlink()
+    _, _, err = call(capsys, "index", "--root", str(corpus))  # counts of one read in the singular
+    assert "1 changed" in err and "1 chunk embedded from 1 file" in err
 
 
 def test_plain_status_prints_paths_as_they_are(tmp_path, capsys):

@@ -95,6 +95,11 @@ def say(line: str) -> None:
     sys.stdout.write(visible(line) + "\n")
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 file", "2 files": a count and its noun in human output (nouns with a plain -s plural)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def emit_json(schema: str, payload: dict[str, Any]) -> None:
     text = schemas.dumps(schemas.document(schema, payload))
     sys.stdout.write((redact(text) if schema in _SETTINGS_SCHEMAS else text) + "\n")

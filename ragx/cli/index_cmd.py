@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import schemas
 from ..api import Corpus
-from .app import JsonOpt, RootOpt, app, emit_json, err, warn
+from .app import JsonOpt, RootOpt, app, counted, emit_json, err, warn
 
 
 class RichReporter:
@@ -42,10 +42,12 @@ def index_command(
     report = corpus.index(full=full, reporter=RichReporter())
     what = "rebuilt" if full else "updated"
     err.print(
-        f"{what}: {report.files} files ({report.new} new, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged), {report.embedded_chunks} chunks embedded from {len(report.embedded_files)} files"
+        f"{what}: {counted(report.files, 'file')} ({report.new} new, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.unchanged} unchanged), {counted(report.embedded_chunks, 'chunk')} embedded from "
+        f"{counted(len(report.embedded_files), 'file')}"
         f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
-        f"index holds {report.chunks} chunks, {report.edges} edges, {report.communities} communities; "
+        f"index holds {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
+        f"{report.communities} {'community' if report.communities == 1 else 'communities'}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
     )
     if json_out:

@@ -11,7 +11,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, UsageError
-from .app import JsonOpt, RootOpt, app, emit_json, out
+from .app import JsonOpt, RootOpt, app, counted, emit_json, out
 
 
 @app.command("query")
@@ -139,14 +139,10 @@ def _print_files(doc: dict, explain: bool) -> None:
         best = r["best_chunk"]
         out.print(
             f"[bold]{r['rank']:>3}. {escape(r['file'])}:{best['line_start']}-{best['line_end']}[/]  "
-            f"score {r['score']:.3f}  [dim]({_count(len(r['chunk_ids']), 'matching chunk')})[/]"
+            f"score {r['score']:.3f}  [dim]({counted(len(r['chunk_ids']), 'matching chunk')})[/]"
         )
         if explain:
             _print_path(r["path"])
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _why_empty(doc: dict) -> str:
