@@ -72,6 +72,26 @@ def test_leiden_is_deterministic_and_finds_two_cliques():
     assert first[8] == NO_COMMUNITY
 
 
+def test_leiden_keeps_a_starting_partition_where_moving_gains_nothing():
+    """Node 5 bridges two 4-cliques with equal weights: either side is as good, so from singletons
+    Leiden picks one, and from a previous partition (an incremental run's) it stays where it was."""
+    pairs = [(i, j) for c in (range(1, 5), range(6, 10)) for i in c for j in c if i < j] + [(4, 5), (5, 6)]
+    a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    w, ids = np.ones(len(a)), np.arange(1, 10)
+    cold = leiden(ids, a, b, w, 1.0, 42)
+    sides = {}
+    for side, bridge in (("first", 0), ("second", 1)):
+        warm = leiden(ids, a, b, w, 1.0, 42, start=np.array([0, 0, 0, 0, bridge, 1, 1, 1, 1]))
+        assert len(set(warm[:4])) == 1 and len(set(warm[5:])) == 1 and warm[0] != warm[5]
+        sides[side] = warm[4] == warm[0]
+    assert sides == {"first": True, "second": False}  # the start decided; from singletons only one of these
+    assert cold[4] in (cold[0], cold[5])
+    # a node without a previous community starts alone and joins a clique; none known: singletons
+    new_node = leiden(ids, a, b, w, 1.0, 42, start=np.array([0, 0, 0, 0, 1, 1, 1, 1, NO_COMMUNITY]))
+    assert new_node[8] == new_node[5] and new_node[4] == new_node[5]
+    assert np.array_equal(leiden(ids, a, b, w, 1.0, 42, start=np.full(9, NO_COMMUNITY)), cold)
+
+
 def _clustered(rng, n, d=32, centres=40):
     c = unit(rng, centres, d)
     v = c[rng.integers(0, centres, n)] + 0.35 * rng.normal(size=(n, d)).astype(np.float32) / np.sqrt(d)

@@ -175,7 +175,8 @@ def build_arrays(
     with stage("graph"):
         work = _whole_graph(vec, settings) if vec.old is None else _repaired_graph(store, vec, change, manifest, settings)
     with stage("communities"):
-        community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings)
+        community_ids, community, whole = _communities(store, work.graph, work.graph_from, vec.new_ids, work.changed, settings,
+                                                       incremental=vec.old is not None)
     with stage("lexicon"):
         lexicon = _lexicon(store, manifest, change, vec)
     return Arrays(vec.live, _file_ids(vec, change), vec.vindex, vec.stored, vec.base_from, work.graph, work.graph_from,
@@ -243,13 +244,16 @@ def _graph_after(old: Snapshot, live: np.ndarray, rep, manifest: dict):
     return graph.compacted(), None
 
 
-def _communities(store: Store, graph: Graph, graph_from, new_ids: np.ndarray, changed: np.ndarray, settings: Settings):
+def _communities(store: Store, graph: Graph, graph_from, new_ids: np.ndarray, changed: np.ndarray, settings: Settings,
+                 incremental: bool):
     """(ids, community, whole): Leiden over the whole graph while the index is small or when the graph
-    was compacted; else only new chunks (and old ones whose rows `changed` that had none) get one, by
-    their neighbours' vote."""
+    was compacted (an incremental run refines the stored partition, a full run starts afresh); else
+    only new chunks (and old ones whose rows `changed` that had none) get one, by their neighbours' vote."""
     if graph_from is None or len(graph.ids) <= LEIDEN_EVERY_RUN_MAX:
         a, b, w = graph.all_edges()
-        return graph.ids, leiden(graph.ids, a, b, w, settings.graph.leiden_resolution, settings.graph.leiden_seed), True
+        start = store.community_array(graph.ids) if incremental else None
+        g = settings.graph
+        return graph.ids, leiden(graph.ids, a, b, w, g.leiden_resolution, g.leiden_seed, start), True
     touched_old = np.setdiff1d(changed, new_ids)
     had_none = touched_old[store.community_array(touched_old) == NO_COMMUNITY]
     targets = np.union1d(new_ids, had_none)
