@@ -99,7 +99,7 @@ def study(argv: list[str]) -> None:
                         continue
                     mean, results[key] = prf_study.ndcg(passes, _with_share(p, share), meta)
                     print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
-            scoring._signals = default_signals
+            scoring._signals = default_signals  # `studied` scores the next spec's base with the defaults' own
     finally:
         scoring._signals = default_signals
 

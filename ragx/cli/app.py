@@ -95,9 +95,9 @@ def say(line: str) -> None:
     sys.stdout.write(visible(line) + "\n")
 
 
-def counted(n: int, noun: str) -> str:
-    """"1 file", "2 files": a count and its noun in human output (nouns with a plain -s plural)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """"1 file", "2 files": a count and its noun in human output (`plural` when it is not noun + "s")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def emit_json(schema: str, payload: dict[str, Any]) -> None:

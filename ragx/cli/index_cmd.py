@@ -47,7 +47,7 @@ def index_command(
         f"{counted(len(report.embedded_files), 'file')}"
         f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
         f"index holds {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
-        f"{report.communities} {'community' if report.communities == 1 else 'communities'}; "
+        f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
     )
     if json_out:

@@ -51,9 +51,7 @@ def _starting(ids: np.ndarray, nodes: np.ndarray, start: np.ndarray | None) -> d
     a node without one starts alone; None (singletons) when no node has one."""
     if start is None:
         return None
-    known = np.full(len(nodes), NO_COMMUNITY, dtype=np.int64)
-    pos = np.searchsorted(ids, nodes)
-    known[:] = np.asarray(start, dtype=np.int64)[pos]
+    known = np.asarray(start, dtype=np.int64)[np.searchsorted(ids, nodes)]  # a copy: fancy indexing
     alone = known < 0
     if alone.all():
         return None
