@@ -114,8 +114,10 @@ def test_nested_gitignore_with_negation(tmp_path, monkeypatch):
         scanned.append(os.fspath(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(discover_mod.os, "scandir", spy)
-    d = discover(tmp_path, DiscoverSettings())
+    # os.scandir is the process's own: undo the spy before teardown (pytest's rmtree scans by fd).
+    with monkeypatch.context() as patched:
+        patched.setattr(discover_mod.os, "scandir", spy)
+        d = discover(tmp_path, DiscoverSettings())
     assert paths(d) == [
         "a.md",
         "keep.rst",
@@ -303,9 +305,10 @@ def test_unreadable_entries_simulated(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(discover_mod.os, "scandir", scandir)
-    monkeypatch.setattr(discover_mod, "open", fake_open, raising=False)
-    d = discover(tmp_path, DiscoverSettings())
+    with monkeypatch.context() as patched:  # os.scandir is the process's own: undone before teardown
+        patched.setattr(discover_mod.os, "scandir", scandir)
+        patched.setattr(discover_mod, "open", fake_open, raising=False)
+        d = discover(tmp_path, DiscoverSettings())
     assert paths(d) == ["after/z.md", "ok.md"]
     assert reasons(d.problems) == {
         "locked.md": "permission denied", "lockeddir": "permission denied"
