@@ -87,8 +87,11 @@ class CrossEncoderReranker:
         # rerank.max_length may exceed what the model can position (512 vs a 128-position model):
         # cap it at the model's own limit so long pairs are truncated rather than failing.
         limit = getattr(getattr(getattr(ce, "model", None), "config", None), "max_position_embeddings", None)
-        if isinstance(limit, int) and 0 < limit < ce.max_length:
-            ce.max_length = limit
+        # sentence-transformers 6 renamed CrossEncoder.max_length to max_seq_length (the old name warns).
+        length_attr = "max_seq_length" if hasattr(type(ce), "max_seq_length") else "max_length"
+        current = getattr(ce, length_attr, None)
+        if isinstance(limit, int) and isinstance(current, int) and 0 < limit < current:
+            setattr(ce, length_attr, limit)
         if getattr(ce, "num_labels", 1) != 1:
             raise ProviderError(
                 f"reranker {self.model} has {ce.num_labels} output labels; a relevance cross-encoder has 1"
