@@ -24,6 +24,17 @@ from ..errors import ProviderError
 __all__ = ["CrossEncoderReranker"]
 
 
+def _length_attr(ce: Any) -> str:
+    """The CrossEncoder attribute holding its pair length: sentence-transformers 6 renamed max_length
+    to max_seq_length (the old name still works but warns); 3.x has max_length only."""
+    return "max_seq_length" if hasattr(type(ce), "max_seq_length") else "max_length"
+
+
+def max_pair_length(ce: Any) -> int:
+    """How many tokens of a (query, text) pair the loaded cross-encoder reads."""
+    return int(getattr(ce, _length_attr(ce)))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
@@ -87,8 +98,7 @@ class CrossEncoderReranker:
         # rerank.max_length may exceed what the model can position (512 vs a 128-position model):
         # cap it at the model's own limit so long pairs are truncated rather than failing.
         limit = getattr(getattr(getattr(ce, "model", None), "config", None), "max_position_embeddings", None)
-        # sentence-transformers 6 renamed CrossEncoder.max_length to max_seq_length (the old name warns).
-        length_attr = "max_seq_length" if hasattr(type(ce), "max_seq_length") else "max_length"
+        length_attr = _length_attr(ce)
         current = getattr(ce, length_attr, None)
         if isinstance(limit, int) and isinstance(current, int) and 0 < limit < current:
             setattr(ce, length_attr, limit)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..lookup import find_sorted
+from .rerank import max_pair_length
 
 __all__ = ["CachedReranker", "default_score_path", "text_keys", "reranker_identity"]
 
@@ -113,7 +114,7 @@ class CachedReranker:
         with self._lock:
             if not self._opened:
                 ce = self.load()
-                identity = reranker_identity(self.inner.model, int(getattr(ce, "max_seq_length", None) or ce.max_length))
+                identity = reranker_identity(self.inner.model, max_pair_length(ce))
                 if identity is not None:
                     self._store, self._reranker_id = self._connect(identity)
                 self._opened = True
