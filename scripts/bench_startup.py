@@ -72,6 +72,14 @@ def _handshake(ragx: str, root: Path, env: dict[str, str]) -> tuple[float, float
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _machine_speed() -> float:
+    """Seconds a fresh interpreter takes for a 10M-step Python loop: how fast this machine runs Python
+    right now (on these shared 2-core machines 0.29-0.41 s on a quiet day, 0.5-1.7 s on others), so a
+    start-up figure can be read against the machine it was taken on."""
+    loop = "import time; t = time.perf_counter(); [i * i for i in range(10_000_000)]; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", loop], capture_output=True, text=True, check=True).stdout)
+
+
 def _sides(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, str]]]:
     base = os.environ.get("RAGX_CACHE_DIR") or str(Path.home() / ".cache" / "ragx")
     new_ragx = str(Path(sys.executable).parent / "ragx")
@@ -101,7 +109,8 @@ def main() -> None:
         "status": lambda r, e, i: _timed([r, "status", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
-    load_before = os.getloadavg()[0]  # a shared machine: say how busy it was, before and after
+    load_before = os.getloadavg()[0]  # a shared machine: say how busy and how fast it was, before and after
+    speed_before = _machine_speed()
     for _name, (ragx, env) in sides.items():  # warm-up: model conversion, page cache
         for task in tasks.values():
             task(ragx, env, 0)
@@ -111,7 +120,7 @@ def main() -> None:
             for side, (ragx, env) in sides.items():
                 results.setdefault((task_name, side), []).append(task(ragx, env, i))
     print(f"corpus {root} ({args.runs} runs each, interleaved; load average {load_before:.1f} before, "
-          f"{os.getloadavg()[0]:.1f} after)")
+          f"{os.getloadavg()[0]:.1f} after; a 10M-step Python loop {speed_before:.2f} s before, {_machine_speed():.2f} s after)")
     print(f"{'what':<20} {'side':<5} {'wall median':>12} {'wall min':>9} {'CPU median':>11}")
     for task_name in tasks:
         for side in sides:
