@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -32,14 +31,29 @@ SENTENCES = (
 )
 
 
+def _store(root: Path):
+    from ragx.index.store import Store
+
+    return Store(root / ".ragx" / "index.sqlite", readonly=True)
+
+
 def _partition(root: Path) -> dict[int, int]:
-    with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
-        return dict(db.execute("SELECT chunk_id, community FROM communities WHERE community >= 0").fetchall())
+    store = _store(root)
+    try:
+        ids = store.chunk_ids()
+        community = store.community_array(ids)
+    finally:
+        store.close()
+    kept = community >= 0
+    return dict(zip(ids[kept].tolist(), community[kept].tolist()))
 
 
 def _labels(root: Path) -> list[str]:
-    with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
-        return [r[0] for r in db.execute("SELECT label FROM community_labels")]
+    store = _store(root)
+    try:
+        return [label.label for label in store.labels().values()]
+    finally:
+        store.close()
 
 
 def _agreement(before: dict[int, int], after: dict[int, int]) -> float:
@@ -65,8 +79,11 @@ def _modularity(root: Path) -> float:
 
 def _edit_targets(root: Path, n: int) -> list[str]:
     """n indexed text files spread evenly over the sorted paths (markdown and Python preferred)."""
-    with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
-        paths = sorted(r[0] for r in db.execute("SELECT path FROM files") if r[0].endswith((".md", ".py", ".txt")))
+    store = _store(root)
+    try:
+        paths = sorted(path for path in store.files() if path.endswith((".md", ".py", ".txt")))
+    finally:
+        store.close()
     step = max(1, len(paths) // n)
     return paths[::step][:n]
 
