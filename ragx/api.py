@@ -348,28 +348,54 @@ def _drifted(diff) -> dict[str, list[str]]:
 def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:
     """Whole-index checks: rows, FTS, vectors and graph all describe the same chunks.
 
-    The quick form reads ids and shapes only (milliseconds); `deep` also checks every generation
-    file against the checksum recorded at commit, and asks the HNSW file for every live chunk's vector.
-    Each problem ends with the fix.
-    """
-    import numpy as np
-
-    from .index.snapshot import HINT, Snapshot, damaged, has_postings, load_lexicon
+    The quick form costs milliseconds and needs no numpy: the generation files a query reads are the
+    ones their commit hashed (trusted by identity, as a query trusts them, hashed otherwise), and the
+    chunk table's fingerprint is the one that commit recorded of the arrays. An index committed before
+    fingerprints were recorded loads its arrays and compares ids instead. `deep` checks every
+    generation file's checksum, asks the HNSW file for every live chunk's vector, and compares the
+    arrays themselves. Each problem ends with the fix."""
+    from .index.verified import HINT, has_postings
 
     problems = store.integrity_problems() if deep else []
-    ids, file_ids = store.chunk_files()
     if not has_postings(manifest):  # BM25 reads the FTS5 table
-        fts = store.fts_size()
-        if fts != len(ids):
-            problems.append(f"full-text index holds {fts} chunks, store holds {len(ids)}: {HINT}")
+        fts, live = store.fts_size(), store.live_fingerprint()[0]
+        if fts != live:
+            problems.append(f"full-text index holds {fts} chunks, store holds {live}: {HINT}")
     orphans = store.orphan_chunks()
     if orphans:
         problems.append(f"{orphans} chunks belong to no file: {HINT}")
     folder = layout.gen(int(manifest.get("generation", 0)))
+    recorded, checksums = manifest.get("chunk_fingerprint"), manifest.get("checksums")
+    if not deep and recorded is not None and checksums:
+        return problems + _quick_array_problems(folder, store, checksums, recorded)
+    return problems + _array_problems(folder, store, manifest, deep)
+
+
+def _quick_array_problems(folder: Path, store: Store, checksums: dict[str, str], recorded: list[int]) -> list[str]:
+    from .index.verified import HINT, READ_BY_SNAPSHOT, verify
+
+    try:
+        verify(folder, checksums, READ_BY_SNAPSHOT, trust_unchanged=True)
+    except CorruptIndexError as exc:
+        return [str(exc)]
+    if store.live_fingerprint() != recorded:
+        return [f"index arrays list other chunks than the store: {HINT}"]
+    return []
+
+
+def _array_problems(folder: Path, store: Store, manifest: dict, deep: bool) -> list[str]:
+    """The arrays loaded and compared with the store (numpy): `deep`, or an index without a fingerprint."""
+    import numpy as np
+
+    from .index.snapshot import Snapshot, load_lexicon
+    from .index.verified import HINT, damaged
+
+    problems: list[str] = []
     if deep:
         bad = damaged(folder, manifest.get("checksums"))
         if bad:  # never load a damaged HNSW file: hnswlib may crash on one
-            return problems + [f"{', '.join(bad)} in {folder.name} fail their checksums (damaged): {HINT}"]
+            return [f"{', '.join(bad)} in {folder.name} fail their checksums (damaged): {HINT}"]
+    ids, file_ids = store.chunk_files()
     try:
         snap = Snapshot.load(folder)
         if not (np.array_equal(snap.ids, ids) and np.array_equal(snap.file_ids, file_ids)):

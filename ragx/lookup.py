@@ -4,7 +4,14 @@ ids a query's hot path takes."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+else:  # on `ragx status`'s path, which never needs numpy (lazy.py)
+    from .lazy import lazy_module
+
+    np = lazy_module("numpy")
 
 
 def find_sorted(table: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -46,7 +46,8 @@ def convert(root: Path, ann: Path, record: bool) -> None:
     from usearch.index import Index
 
     from ragx.index import verified
-    from ragx.index.snapshot import HNSW, VECTORS_FORMAT, file_checksum
+    from ragx.index.snapshot import VECTORS_FORMAT
+    from ragx.index.verified import HNSW, file_checksum
 
     folder, manifest = _generation(root)
     with np.load(folder / "chunks.npz") as z:

@@ -212,7 +212,7 @@ def test_deep_status_finds_a_vector_missing_from_hnsw(corpus):
     v = vectors.VectorIndex.load(snap.folder / "vectors.hnsw", snap.vectors.shape[1])
     v.remove(snap.ids[:1])
     v.save(snap.folder / "vectors.hnsw")
-    assert Corpus(corpus).status()["consistent"]  # the quick check reads ids and shapes only
+    assert Corpus(corpus).status()["consistent"]  # the quick check does not read the HNSW file
     deep = Corpus(corpus).status(deep=True)
     assert not deep["consistent"] and "fail their checksums" in deep["problems"][0]  # caught before the ANN file is read
 
@@ -263,7 +263,7 @@ def test_an_index_whose_ann_file_hnswlib_wrote_still_answers_and_the_next_run_co
     import hnswlib
     import numpy as np
 
-    from ragx.index.snapshot import HNSW, file_checksum
+    from ragx.index.verified import HNSW, file_checksum
 
     first, _ = index(corpus)
     query = "flour butter oven bread"

@@ -14,7 +14,7 @@ from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.errors import CorruptIndexError
 from ragx.index.build import run_index
-from ragx.index.snapshot import FILES, VECTORS_NPY, file_checksum
+from ragx.index.verified import FILES, VECTORS_NPY, file_checksum
 from ragx.index.store import Store
 
 QUERY = "flour butter oven bread"
@@ -104,11 +104,11 @@ def test_a_query_hashes_only_the_files_changed_since_the_writer_hashed_them(corp
     commit; a write moves it, so a damaged file is hashed (and refused); --deep hashes all."""
     import os
 
-    import ragx.index.snapshot as snapshot
+    import ragx.index.verified as verified
 
     hashed: list[str] = []
-    real = snapshot.file_checksum
-    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    real = verified.file_checksum
+    monkeypatch.setattr(verified, "file_checksum", lambda path: hashed.append(path.name) or real(path))
     Corpus(corpus).query(QUERY)
     assert hashed == []
     gen = _gen(corpus)
@@ -128,7 +128,7 @@ def test_a_query_hashes_only_the_files_changed_since_the_writer_hashed_them(corp
 def test_incremental_runs_that_link_and_prune_shared_files_leave_them_trusted(corpus, monkeypatch):
     """Generations share vectors.npy / vectors.hnsw / graph.npz by hard links and older ones are
     deleted: neither touches a byte, so a query after such runs hashes nothing again."""
-    import ragx.index.snapshot as snapshot
+    import ragx.index.verified as verified
 
     for n in range(3):  # the third run deletes the first's folder, whose links the last one shares
         (corpus / "notes.txt").write_text(f"A new note about sails, edit {n}.\n", encoding="utf-8")
@@ -136,8 +136,8 @@ def test_incremental_runs_that_link_and_prune_shared_files_leave_them_trusted(co
     gen = _gen(corpus)
     assert (gen / VECTORS_NPY).stat().st_nlink > 1  # (the test is only meaningful with shared files)
     hashed: list[str] = []
-    real = snapshot.file_checksum
-    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    real = verified.file_checksum
+    monkeypatch.setattr(verified, "file_checksum", lambda path: hashed.append(path.name) or real(path))
     Corpus(corpus).query(QUERY)
     assert hashed == []
 
@@ -149,11 +149,11 @@ def test_an_incremental_run_trusts_files_unchanged_since_recorded_and_deep_statu
     is `status --deep`'s to find, and a full run, which copies reused vectors into a new base, hashes
     every byte it reads."""
 
-    import ragx.index.snapshot as snapshot
+    import ragx.index.verified as verified
 
     hashed: list = []
-    real = snapshot.file_checksum
-    monkeypatch.setattr(snapshot, "file_checksum", lambda path: hashed.append(path) or real(path))
+    real = verified.file_checksum
+    monkeypatch.setattr(verified, "file_checksum", lambda path: hashed.append(path) or real(path))
 
     def read_from(gen) -> set[str]:  # files of `gen` hashed (not the ones the run wrote)
         return {p.name for p in hashed if p.parent == gen}
@@ -189,3 +189,69 @@ def test_a_compaction_hashes_the_files_it_copies_into_a_new_base(corpus, monkeyp
     (corpus / "notes.txt").write_text("A new note about sails.\n", encoding="utf-8")
     with pytest.raises(CorruptIndexError, match=name):
         run_index(corpus, load_settings(corpus), HashEmbedder())
+
+
+# ---- status's quick check: the store against the arrays, without loading them -----------------------
+
+def _edit_store(root, *statements: str) -> None:
+    """A change behind the index's back, as a buggy writer or a hand edit would make it."""
+    import sqlite3
+
+    with sqlite3.connect(root / ".ragx" / "index.sqlite") as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def _without_fingerprint(root) -> None:
+    """The manifest of an index committed before fingerprints were recorded."""
+    _edit_store(root, "DELETE FROM manifest WHERE key = 'chunk_fingerprint'")
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["fingerprint", "older-index"])
+def test_quick_status_finds_a_chunk_row_the_arrays_do_not_hold(corpus, recorded):
+    if not recorded:
+        _without_fingerprint(corpus)
+    assert Corpus(corpus).status()["consistent"]
+    _edit_store(corpus, "DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
+    status = Corpus(corpus).status()
+    assert not status["consistent"] and "index arrays list other chunks than the store" in status["problems"][0]
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["fingerprint", "older-index"])
+def test_quick_status_finds_two_chunks_whose_files_were_swapped(corpus, recorded):
+    """Same ids, same file ids overall, same counts: only which chunk belongs to which file differs."""
+    if not recorded:
+        _without_fingerprint(corpus)
+    store = Store(corpus / ".ragx" / "index.sqlite", readonly=True)
+    ids, file_ids = store.chunk_files()
+    store.close()
+    a = 0
+    b = int(np.flatnonzero(file_ids != file_ids[a])[0])
+    _edit_store(corpus, f"UPDATE chunks SET file_id = {file_ids[b]} WHERE id = {ids[a]}",
+                f"UPDATE chunks SET file_id = {file_ids[a]} WHERE id = {ids[b]}")
+    status = Corpus(corpus).status()
+    assert not status["consistent"] and "other chunks" in status["problems"][0]
+
+
+def test_quick_status_hashes_a_rewritten_arrays_file_and_finds_it_damaged(corpus):
+    """A program that rewrites chunks.npz moves its identity, so the quick check hashes it."""
+    with np.load(_gen(corpus) / "chunks.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["ids"] = arrays["ids"] + 1
+    np.savez(_gen(corpus) / "chunks.npz", **arrays)
+    status = Corpus(corpus).status()
+    assert not status["consistent"] and "chunks.npz" in status["problems"][0] and "fail their checksums" in status["problems"][0]
+
+
+def test_an_index_run_without_changes_records_the_fingerprint_of_the_arrays_not_of_the_store(corpus):
+    """An index committed before fingerprints gets one on its next run, taken from its chunks.npz: a
+    store that already disagreed with the arrays still fails the quick check afterwards."""
+    _without_fingerprint(corpus)
+    _edit_store(corpus, "DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
+    report = run_index(corpus, load_settings(corpus), HashEmbedder())
+    assert report.new == report.changed == 0
+    store = Store(corpus / ".ragx" / "index.sqlite", readonly=True)
+    recorded, live = store.manifest().get("chunk_fingerprint"), store.live_fingerprint()
+    store.close()
+    assert recorded is not None and recorded[0] == live[0] + 1
+    assert "other chunks" in Corpus(corpus).status()["problems"][0]

@@ -18,7 +18,8 @@ from ragx.config import load_settings
 from ragx.index import arrays, repair
 from ragx.index.build import run_index
 from ragx.index.layout import Layout
-from ragx.index.snapshot import GRAPH, Snapshot
+from ragx.index.snapshot import Snapshot
+from ragx.index.verified import GRAPH
 from ragx.index.store import Store
 
 
@@ -163,7 +164,7 @@ def test_an_index_from_before_graph_deltas_reads_and_converts_on_its_next_run(co
     """A generation whose graph.npz has no row ids and a manifest without counts (older code)."""
     import json
 
-    from ragx.index.snapshot import file_checksum
+    from ragx.index.verified import file_checksum
 
     index(corpus)
     folder, snap = current(corpus)

@@ -22,7 +22,8 @@ from ragx.index.fts_tokens import FTS_TOKENIZER, shared
 from ragx.index.layout import Layout
 from ragx.index import lexicon as lexicon_module
 from ragx.index.lexicon import Lexicon, LexiconPart
-from ragx.index.snapshot import LEXICON, LEXICON_DELTA, Snapshot
+from ragx.index.snapshot import Snapshot
+from ragx.index.verified import LEXICON, LEXICON_DELTA
 from ragx.index.store import Store
 from ragx.search.lexical import bm25_matches, query_words
 
@@ -220,7 +221,8 @@ def test_a_generation_without_postings_searches_with_fts5_and_gains_them_on_the_
 
 
 def test_deep_status_finds_postings_that_miss_a_live_chunk(tmp_path, fake_model):
-    from ragx.index.snapshot import file_checksum, load_lexicon, save_mappable_npz
+    from ragx.index.snapshot import load_lexicon, save_mappable_npz
+    from ragx.index.verified import file_checksum
 
     make_corpus(tmp_path)
     index(tmp_path)

@@ -13,7 +13,8 @@ from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.index import stored_vectors
 from ragx.index.build import run_index
-from ragx.index.snapshot import DELTA, HNSW, VECTORS_NPY, Snapshot
+from ragx.index.snapshot import Snapshot
+from ragx.index.verified import DELTA, HNSW, VECTORS_NPY
 from ragx.index.vectors import VectorIndex, rescore_pool
 
 QUERY = "telescope orbit comet"
@@ -155,7 +156,8 @@ def test_npz_members_are_mapped_in_place_or_read_when_compressed(tmp_path):
 def test_graph_files_are_written_with_their_arrays_aligned_for_mapping(tmp_path):
     """Every array of a graph file starts on a 64-byte boundary, so the mapped arrays are aligned (numpy
     copies a whole unaligned array before each binary search in it); np.load reads the file as ever."""
-    from ragx.index.snapshot import GRAPH, mapped_npz, save_mappable_npz
+    from ragx.index.snapshot import mapped_npz, save_mappable_npz
+    from ragx.index.verified import GRAPH
 
     arrays = {"ids": np.arange(1, 1002, dtype=np.int64), "w": np.linspace(0, 1, 13), "none": np.empty(0, np.int64),
               "m": np.arange(12, dtype=np.int32).reshape(3, 4), "odd": np.arange(5, dtype=np.uint8)}

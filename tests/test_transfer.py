@@ -108,7 +108,7 @@ def test_an_export_from_before_the_bm25_postings_imports_and_gains_them_on_the_n
     """An archive as an older ragx wrote it: no lexicon files, none in its manifest's checksums."""
     import sqlite3
 
-    from ragx.index.snapshot import LEXICON, LEXICON_DELTA
+    from ragx.index.verified import LEXICON, LEXICON_DELTA
     from ragx.index.transfer import DB, FINGERPRINT, _sha256, _write_tar
 
     origin, archive, copy = exported

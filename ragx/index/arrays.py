@@ -29,10 +29,8 @@ from .layout import Layout
 from .plan import ChangeSet
 from .repair import assign_communities, exact_is_cheap, repair_knn
 from .lexicon import LexiconPart
-from .snapshot import (
-    CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, LexiconFiles, Snapshot, graph_base_linkable,
-    has_postings, lexicon_parts, verify,
-)
+from .snapshot import LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts
+from .verified import CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex

@@ -18,7 +18,8 @@ from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
-from .snapshot import HNSW, VECTORS_FORMAT, RunChecks, checksums_remembered, has_postings
+from .snapshot import VECTORS_FORMAT, Snapshot
+from .verified import HNSW, RunChecks, checksums_remembered, has_postings
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -103,8 +104,10 @@ def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_ge
 
 
 def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> None:
-    """An index built before community labels or file dates existed gets them on its next run."""
-    store.backfill(layout.dir / TERMS_CACHE, lambda: git_dates(layout.root))
+    """An index built before community labels, file dates or fingerprints existed gets them on its next run."""
+    manifest = store.manifest()
+    folder, checksums = layout.gen(int(manifest["generation"])), manifest.get("checksums")
+    store.backfill(layout.dir / TERMS_CACHE, lambda: git_dates(layout.root), lambda: Snapshot.chunk_files(folder, checksums))
     _fill_counts(store, report)
 
 

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+else:  # on `ragx status`'s path, which never needs numpy (lazy.py)
+    from ..lazy import lazy_module
+
+    np = lazy_module("numpy")
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 WORDS_REMEMBERED = 50_000  # query words whose terms a process keeps (a long MCP session forgets, then relearns)

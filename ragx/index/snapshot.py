@@ -27,8 +27,7 @@ import io
 import os
 import struct
 import weakref
-from contextlib import contextmanager
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 import zipfile
 import shutil
 from dataclasses import dataclass, field
@@ -36,20 +35,17 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import xxhash
 
 from ..errors import CorruptIndexError
 from . import verified
+from .verified import (
+    CHUNKS, DELTA, FILES, GRAPH, GRAPH_DELTA, HINT, HNSW, LEXICON, LEXICON_DELTA, READ_BY_SNAPSHOT, VECTORS_NPY, verify,
+)
 from .graph import Adjacency, Graph
 from .lexicon import PART_ARRAYS, POSTINGS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
 from .vectors import VectorIndex
 
-CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA = (
-    "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw", "lexicon.npz", "lexicon-delta.npz")
-FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA)
-# absent from generations written before they existed (converted on the next run; BM25 then uses FTS5)
-OPTIONAL = (DELTA, GRAPH_DELTA, LEXICON, LEXICON_DELTA)
 GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16
 VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
@@ -58,84 +54,6 @@ VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index s
 def as_stored(vectors: np.ndarray) -> np.ndarray:
     """float32 vectors holding exactly the values the vector file will hold."""
     return np.asarray(vectors, dtype=np.float32).astype(VECTOR_DTYPE).astype(np.float32)
-HINT = "run `ragx index --full`"
-
-
-@dataclass
-class RunChecks:
-    """What an index run knows about the checksums of the generation it builds on."""
-
-    memo: dict[tuple, str] = field(default_factory=dict)  # file identity -> checksum, hashed this run
-    # An incremental run that links the big files into its generation trusts a file whose identity is
-    # the one recorded when it was hashed (verified.py), as queries do: hashing 1.8 GB of unchanged
-    # files took 2 s of a 6.5 s one-file run at a million chunks after a cold start. Full runs, and
-    # the steps that write a new base from old files (compactions), hash every byte they copy.
-    trust_recorded: bool = False
-
-
-_run_checks: RunChecks | None = None  # set inside checksums_remembered()
-
-
-@contextmanager
-def checksums_remembered() -> Iterator[RunChecks]:
-    """Within one index run each file is checksummed once, though the run reads a generation in more
-    than one step (gigabytes at a million chunks). Keyed by the file's identity (verified.py):
-    generation files are never modified in place, only written whole and renamed."""
-    global _run_checks
-    _run_checks = RunChecks()
-    try:
-        yield _run_checks
-    finally:
-        _run_checks = None
-
-
-def file_checksum(path: Path) -> str:
-    """xxh3-128 of a file's bytes, streamed (the manifest records one per generation file)."""
-    memo = _run_checks.memo if _run_checks is not None else None
-    key = None
-    if memo is not None:
-        key = (str(path), *verified.file_identity(path))
-        if key in memo:
-            return memo[key]
-    h = xxhash.xxh3_128()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    if memo is not None and key is not None:
-        memo[key] = h.hexdigest()
-    return h.hexdigest()
-
-
-def damaged(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES) -> list[str]:
-    """Files of a generation whose bytes differ from the checksums recorded at commit.
-
-    An index written before checksums were recorded (`checksums` None) has nothing to compare."""
-    if not checksums:
-        return []
-    out = []
-    for name in names:
-        if name in OPTIONAL and name not in checksums and not (folder / name).exists():
-            continue
-        try:
-            ok = name in checksums and file_checksum(folder / name) == checksums[name]
-        except OSError:
-            ok = False
-        if not ok:
-            out.append(name)
-    return out
-
-
-def verify(folder: Path, checksums: dict[str, str] | None, names: tuple[str, ...] = FILES, *,
-           trust_unchanged: bool | None = None) -> None:
-    """`trust_unchanged`: skip files unchanged since the writer hashed them (verified.py); True for
-    queries, False to hash every byte, None for the index run's policy (RunChecks)."""
-    if trust_unchanged is None:
-        trust_unchanged = _run_checks is not None and _run_checks.trust_recorded
-    if trust_unchanged and checksums:
-        names = tuple(n for n in names if n not in verified.unchanged(folder, checksums, names))
-    bad = damaged(folder, checksums, names)
-    if bad:
-        raise CorruptIndexError(f"{', '.join(bad)} in {folder} fail their checksums (damaged): {HINT}")
 
 
 @dataclass
@@ -174,7 +92,7 @@ class Snapshot:
         (a writer may delete an old generation's folder while a reader still uses it).
         `checksums`: the manifest's; every file is verified against them before it is trusted.
         The BM25 postings are read with the HNSW file (a query needs both; an index run neither)."""
-        verify(folder, checksums, FILES if with_ann else (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA),
+        verify(folder, checksums, FILES if with_ann else READ_BY_SNAPSHOT,
                trust_unchanged=True if with_ann else None)
         try:
             ids, file_ids, stored = _read_vectors(folder)
@@ -211,10 +129,15 @@ class Snapshot:
     def chunk_ids(folder: Path, checksums: dict[str, str] | None) -> np.ndarray:
         """A generation's sorted live chunk ids alone (chunks.npz, verified): CorruptIndexError or
         OSError when the folder is missing, damaged or unreadable."""
+        return Snapshot.chunk_files(folder, checksums)[0]
+
+    @staticmethod
+    def chunk_files(folder: Path, checksums: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted live chunk ids, the file id of each) of a generation, as `chunk_ids` reads them."""
         verify(folder, checksums, (CHUNKS,))
         try:
             with np.load(folder / CHUNKS) as z:
-                return np.asarray(z["ids"], dtype=np.int64)
+                return np.asarray(z["ids"], dtype=np.int64), np.asarray(z["file_ids"], dtype=np.int64)
         except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
 
@@ -257,7 +180,7 @@ class Snapshot:
             if name not in checksums:
                 with open(tmp / name, "rb") as fh:
                     os.fsync(fh.fileno())
-                checksums[name] = file_checksum(tmp / name)
+                checksums[name] = verified.file_checksum(tmp / name)
         verified.record(tmp, checksums)
         if target.exists():  # an orphan of a run that crashed before its commit
             shutil.rmtree(target)
@@ -302,12 +225,6 @@ class LexiconFiles:
         assert self.base_from is not None, "a linked lexicon base needs the generation it comes from"
         _link_or_copy(self.base_from[0] / LEXICON, tmp / LEXICON)
         return {LEXICON: self.base_from[1][LEXICON]}
-
-
-def has_postings(manifest: dict) -> bool:
-    """Whether the committed generation holds BM25 postings (an index from before them has an FTS5
-    table instead, until its next index run)."""
-    return LEXICON in (manifest.get("checksums") or {})
 
 
 def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:

@@ -14,21 +14,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
 
-import numpy as np
-
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
 from .fts_tokens import FTS_TOKENIZER
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from .arrays import Arrays
     from .labels import CommunityLabel
     from .plan import ChangeSet
+else:  # `ragx status` reads the store without numpy (lazy.py)
+    from ..lazy import lazy_module
+
+    np = lazy_module("numpy")
 
 SCHEMA_VERSION = 1
 # Anchor vectors are stored at the chunk vectors' precision (snapshot.VECTOR_DTYPE): half the bytes a
 # query reads, and the same rounding as every other vector of the index.
-ANCHOR_VECTOR_DTYPE = np.float16
+ANCHOR_VECTOR_DTYPE = "float16"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files(
@@ -139,13 +143,34 @@ INDEXED_TEXT_SQL = "coalesce((SELECT h.header || char(10) || char(10) FROM chunk
 # Said by `ragx status` (a notice, not a fault: the index is consistent) and once by a query.
 ANCHORS_OUTDATED = "anchor evidence is stored in an older layout and queries go without it until `ragx index` converts it"
 
-_BM25_ROW = np.dtype([("id", np.int64), ("score", np.float64)])
+_BM25_ROW = [("id", "int64"), ("score", "float64")]  # a structured dtype's fields
 CHUNK_COLUMNS = ("id", "file_id", "ordinal", "byte_start", "byte_end", "line_start", "line_end", "n_tokens", "kind", "text")
 
 
 def _int_list(joined: str | None) -> np.ndarray:
     """The integers of SQLite's group_concat (None when there were no rows), int64."""
     return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, np.int64)
+
+
+# An order-free fingerprint of the (chunk id, file id) pairs: count, both sums, and a sum of squared
+# pair hashes (a swap of two chunks' files moves it, the plain sums do not). SQLite computes it over the
+# (file_id, id) index; `chunk_fingerprint` computes the same numbers over a generation's arrays at
+# commit, so `ragx status` checks that the store still lists the chunks its arrays hold without loading
+# them or numpy. Every term stays below 2**32: the sums are exact int64 up to 2**31 chunks.
+_PAIR_HASH = (1_000_003, 7_919, 2_147_483_647)  # h = (id * a + file_id * b) % p
+_SQUARE_MOD = 4_294_967_291                    # the summed term: h * h % this
+FINGERPRINT_SQL = (
+    "SELECT count(*), coalesce(sum(id), 0), coalesce(sum(file_id), 0), coalesce(sum(h * h %% %d), 0)"
+    " FROM (SELECT id, file_id, (id * %d + file_id * %d) %% %d AS h FROM chunks)" % (_SQUARE_MOD, *_PAIR_HASH)
+)
+
+
+def chunk_fingerprint(ids: np.ndarray, file_ids: np.ndarray) -> list[int]:
+    """FINGERPRINT_SQL's four numbers for these chunks (ids and file ids are never negative)."""
+    ids, file_ids = np.asarray(ids, dtype=np.int64), np.asarray(file_ids, dtype=np.int64)
+    a, b, p = _PAIR_HASH
+    h = (ids * a + file_ids * b) % p
+    return [len(ids), int(ids.sum()), int(file_ids.sum()), int((h * h % _SQUARE_MOD).sum())]
 
 
 def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
@@ -546,6 +571,11 @@ class Store:
         """Chunks the FTS5 table of an index from before the postings holds."""
         return self.db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
 
+    def live_fingerprint(self) -> list[int]:
+        """The chunk table's fingerprint now (FINGERPRINT_SQL); the manifest's `chunk_fingerprint` is
+        the one of the arrays the last commit wrote."""
+        return list(self.db.execute(FINGERPRINT_SQL).fetchone())
+
     def orphan_chunks(self) -> int:
         """Chunks whose file row is missing."""
         return self.db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)").fetchone()[0]
@@ -582,7 +612,8 @@ class Store:
             dated = None if change.full else [f.path for f, _ in change.files] + [f.path for f, _ in change.touched]
             self._write_dates(extras.git_dates, dated)
             Store.write_undecodable(db, change.undecodable)
-            Store.write_manifest(db, manifest | {"counts": self._counted(arrays)})
+            fingerprint = chunk_fingerprint(arrays.graph.ids, arrays.file_ids)  # what chunks.npz holds
+            Store.write_manifest(db, manifest | {"counts": self._counted(arrays), "chunk_fingerprint": fingerprint})
 
     def _update_communities(self, removed: np.ndarray, ids: np.ndarray, numbers: np.ndarray) -> None:
         """An incremental run that did not run Leiden: drop deleted chunks' rows, write `ids`' communities,
@@ -737,9 +768,14 @@ class Store:
         heads = {fid: text if start == 0 else leading_text(root / path, start) for fid, path, start, text in firsts}
         self.db.executemany("INSERT INTO file_dates(path, date, source) VALUES (?, ?, ?)", date_rows(files, heads, from_git))
 
-    def backfill(self, terms_cache: Path | None, git_dates) -> None:
-        """A run without a new generation still adds labels and dates an older index lacks
-        (`git_dates`: a callable, so git runs only when dates are missing)."""
+    def backfill(self, terms_cache: Path | None, git_dates, chunk_files) -> None:
+        """A run without a new generation still adds labels, dates and the arrays' fingerprint an older
+        index lacks (`git_dates`, `chunk_files`: callables, run only when their part is missing;
+        `chunk_files` gives the committed generation's (ids, file ids))."""
+        if "chunk_fingerprint" not in self.manifest():
+            fingerprint = chunk_fingerprint(*chunk_files())  # of the arrays, as a commit records it
+            with self.transaction() as db:
+                Store.write_manifest(db, {"chunk_fingerprint": fingerprint})
         if self.labels_missing():
             with self.transaction():
                 self._write_labels(terms_cache)

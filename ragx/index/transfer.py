@@ -30,9 +30,9 @@ from typing import Any
 
 from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError
 from .layout import Layout
-from .snapshot import FILES as GEN_FILES
-from .snapshot import OPTIONAL as GEN_OPTIONAL
 from .snapshot import Snapshot
+from .verified import FILES as GEN_FILES
+from .verified import OPTIONAL as GEN_OPTIONAL
 from .store import Store
 
 IMPORT_TEMP = "tmp-gen-import-{pid}"  # a tmp-gen-* name: the next index run removes one left by a crash

@@ -160,6 +160,11 @@ class _Loader(threading.Thread):
 
             self.server = build_server(self.service)
             from .. import api  # noqa: F401  (the first tool call then finds the index code loaded)
+            from ..lazy import lazy_module, load_now
+
+            # Tool calls may run in several threads: the store's lazily bound numpy loads here, in one
+            # (lazy.py: first use from two threads at once is unsafe before Python 3.12).
+            load_now(lazy_module("numpy"))
         except BaseException as exc:  # re-raised by the main thread
             self.error = exc
 

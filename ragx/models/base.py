@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+else:  # registering an engine (registry.py) must not load numpy for `ragx status` (lazy.py)
+    from ..lazy import lazy_module
+
+    np = lazy_module("numpy")
 
 __all__ = ["Embedder", "ProgressFn", "TokenCounter", "WordPieceCounter", "check_batch"]
 
