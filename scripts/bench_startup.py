@@ -2,9 +2,10 @@
 handshake (process start -> `initialize` answered), medians of N runs each, this checkout against an
 older install in the same run (runs interleaved, so machine load hits both alike).
 
-    python scripts/bench_startup.py --root <SciFact corpus> [--old-venv /work/main/.venv] [--runs 10]
+    python scripts/bench_startup.py --root <SciFact corpus> [--old-venv /work/main/.venv | --old-tree <dir>] [--runs 10]
 
 PYTHONPATH=<a source tree> makes "new" that tree's code (run by this venv); "old" never sees PYTHONPATH.
+--old-tree <dir> makes "old" this venv running the code of <dir> (e.g. `git worktree add <dir> <commit>`).
 Without --root, the SciFact collection `ragx eval beir` keeps in the cache is used. Each side has its
 own RAGX_CACHE_DIR for the ONNX model (the formats differ between versions) and is warmed up once
 (model converted, page cache filled) before anything is timed. Wall time is what a user waits; CPU
@@ -51,13 +52,13 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _handshake(ragx: str, root: Path, env: dict[str, str]) -> tuple[float, float]:
+def _handshake(ragx: list[str], root: Path, env: dict[str, str]) -> tuple[float, float]:
     """Process start -> the `initialize` answer read from its stdout; then EOF and wait."""
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([ragx, "mcp", "--root", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*ragx, "mcp", "--root", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
     proc.stdin.write((json.dumps(request) + "\n").encode())
     proc.stdin.flush()
@@ -80,16 +81,32 @@ def _machine_speed() -> float:
     return float(subprocess.run([sys.executable, "-c", loop], capture_output=True, text=True, check=True).stdout)
 
 
-def _sides(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, str]]]:
+def _tree_script(tree: Path) -> list[str]:
+    """The command line of the `ragx` console script a source tree declares, run by this interpreter
+    (the venv's own script may name an entry point the older tree does not have)."""
+    import tomllib
+
+    module, function = tomllib.loads((tree / "pyproject.toml").read_text())["project"]["scripts"]["ragx"].split(":")
+    # -P: the working directory (often a checkout itself) must not shadow the tree on PYTHONPATH
+    return [sys.executable, "-P", "-c", f"import sys; from {module} import {function}; sys.exit({function}())"]
+
+
+def _sides(args: argparse.Namespace) -> dict[str, tuple[list[str], dict[str, str]]]:
     base = os.environ.get("RAGX_CACHE_DIR") or str(Path.home() / ".cache" / "ragx")
-    new_ragx = str(Path(sys.executable).parent / "ragx")
+    new_ragx = [str(Path(sys.executable).parent / "ragx")]
     sides = {"new": (new_ragx, dict(os.environ, RAGX_CACHE_DIR=base))}
-    if args.old_venv:
+    if args.old_tree:
+        # Both sides start the same way (this interpreter, -P -c, the tree's entry point on PYTHONPATH):
+        # the installed script and the editable install's finder are not what is compared.
+        tree = Path(args.old_tree).resolve()
+        sides["new"] = (_tree_script(HERE), dict(os.environ, RAGX_CACHE_DIR=base, PYTHONPATH=str(HERE)))
+        sides["old"] = (_tree_script(tree), dict(os.environ, RAGX_CACHE_DIR=base, PYTHONPATH=str(tree)))
+    elif args.old_venv:
         old_cache = Path(base) / "bench-startup-old"
         old_cache.mkdir(parents=True, exist_ok=True)
         old_env = dict(os.environ, RAGX_CACHE_DIR=str(old_cache))
         old_env.pop("PYTHONPATH", None)  # the old install runs its own code (PYTHONPATH may point "new" at a tree)
-        sides["old"] = (str(Path(args.old_venv) / "bin" / "ragx"), old_env)
+        sides["old"] = ([str(Path(args.old_venv) / "bin" / "ragx")], old_env)
     return sides
 
 
@@ -97,6 +114,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", type=Path, default=None, help="an indexed corpus (default: the cached SciFact)")
     ap.add_argument("--old-venv", default="/work/main/.venv", help="a venv with the code to compare with ('' for none)")
+    ap.add_argument("--old-tree", default="", help="a source tree whose code this venv runs as 'old' (instead of --old-venv)")
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
     root = args.root or _default_root()
@@ -104,9 +122,9 @@ def main() -> None:
         raise SystemExit("no indexed corpus: pass --root (e.g. the SciFact corpus `ragx eval beir` built)")
     sides = _sides(args)
     tasks = {
-        "cold query --json": lambda r, e, i: _timed([r, "query", QUERIES[i % len(QUERIES)], "--json", "--root", str(root)], e),
-        "status --json": lambda r, e, i: _timed([r, "status", "--json", "--root", str(root)], e),
-        "status": lambda r, e, i: _timed([r, "status", "--root", str(root)], e),
+        "cold query --json": lambda r, e, i: _timed([*r, "query", QUERIES[i % len(QUERIES)], "--json", "--root", str(root)], e),
+        "status --json": lambda r, e, i: _timed([*r, "status", "--json", "--root", str(root)], e),
+        "status": lambda r, e, i: _timed([*r, "status", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
     }
     load_before = os.getloadavg()[0]  # a shared machine: say how busy and how fast it was, before and after

@@ -20,18 +20,18 @@ from pathlib import Path  # the child imports nothing else before its clock star
 OWNER = {
     "interpreter start (site, editable finder)": "python",
     "import typer": "library",
-    "import numpy": "library (imported by ragx/index/store.py)",
     "import ragx.config": "ragx/config.py",
-    "import ragx.index.store (numpy loaded)": "ragx/index",
+    "import ragx.index.store (numpy bound lazily)": "ragx/index",
     "import ragx.api": "ragx/api.py",
     "import ragx.index.diff (the corpus walk)": "ragx/index + ragx/ingest",
-    "import ragx.index.snapshot": "ragx/index",
     "Corpus.open (settings)": "ragx/config.py",
     "Store.counts (status)": "ragx/index/store.py",
     "Store.files (status drift)": "ragx/index/store.py",
     "diff_corpus (status drift walk)": "ragx/ingest/discover.py + ragx/index/diff.py",
     "quick integrity check (status)": "ragx/api.py _verify -> ragx/index",
-    "  of which Store.chunk_files": "ragx/index/store.py",
+    "  of which the store's fingerprint": "ragx/index/store.py",
+    "import numpy (query)": "library (first used by ragx/index/store.py, lazy.py)",
+    "import ragx.index.snapshot (query)": "ragx/index",
     "Snapshot.load with HNSW (query)": "ragx/index",
     "tokenizer.json load (query)": "library (tokenizers)",
 }
@@ -51,12 +51,10 @@ def _child(root: Path) -> None:
     import importlib
 
     timed("import typer", lambda: importlib.import_module("typer"))
-    timed("import numpy", lambda: importlib.import_module("numpy"))
     timed("import ragx.config", lambda: importlib.import_module("ragx.config"))
-    timed("import ragx.index.store (numpy loaded)", lambda: importlib.import_module("ragx.index.store"))
+    timed("import ragx.index.store (numpy bound lazily)", lambda: importlib.import_module("ragx.index.store"))
     api = timed("import ragx.api", lambda: importlib.import_module("ragx.api"))
     diff = timed("import ragx.index.diff (the corpus walk)", lambda: importlib.import_module("ragx.index.diff"))
-    snapshot = timed("import ragx.index.snapshot", lambda: importlib.import_module("ragx.index.snapshot"))
     corpus = timed("Corpus.open (settings)", lambda: api.Corpus.open(root))
     store = importlib.import_module("ragx.index.store").Store(corpus.layout.db, readonly=True)
     with store.snapshot():
@@ -65,7 +63,9 @@ def _child(root: Path) -> None:
         files = timed("Store.files (status drift)", store.files)
         timed("diff_corpus (status drift walk)", lambda: diff.diff_corpus(corpus.root, corpus.settings, files, store.undecodable()))
         timed("quick integrity check (status)", lambda: api._verify(corpus.layout, store, manifest, False))
-        timed("  of which Store.chunk_files", store.chunk_files)
+        timed("  of which the store's fingerprint", store.live_fingerprint)
+        timed("import numpy (query)", lambda: importlib.import_module("numpy").ndarray)  # loads the lazy module
+        snapshot = timed("import ragx.index.snapshot (query)", lambda: importlib.import_module("ragx.index.snapshot"))
         folder = corpus.layout.gen(int(manifest["generation"]))
         timed("Snapshot.load with HNSW (query)", lambda: snapshot.Snapshot.load(folder, with_ann=True))
     embedder = corpus.embedder
