@@ -14,7 +14,6 @@ ENGINE = "test-hash"
 RAGX_TOML = f'[embeddings]\nengine = "{ENGINE}"\n'
 
 
-
 def _hash_embedder(model: str, **opts):
     from fakes import HashEmbedder  # when the engine is built: fakes imports numpy, which status never loads
 
