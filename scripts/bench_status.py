@@ -6,6 +6,7 @@ source trees interleaved (each run with this interpreter and `-P`, the tree on P
 
 e.g. a corpus of scripts/bench_scale.py (`--work DIR`: DIR/n100000/corpus) and a `git worktree add` of
 an older commit. Also says whether every run found the index consistent and whether numpy was loaded.
+Bytecode is cached under /tmp/pyc (PYTHONPYCACHEPREFIX): both trees' modules compile once, not per run.
 """
 
 from __future__ import annotations
