@@ -78,6 +78,8 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
     if opts is not None and opts.active:
         results = _apply_time(results, opts)
         doc["time"] = opts.describe() | {"candidates": len(doc["results"]), "kept": len(results)}
+        if doc["results"] and not results:  # the search found something; the dates ruled it all out
+            doc["time"]["reason"] = f"no result's file is dated {_range_words(opts)} - {len(doc['results'])} found before it"
         if isinstance(doc.get("params"), dict):
             doc["params"]["top"] = top  # the search was asked for every candidate; the user asked for `top`
     results = results[:top]
@@ -88,6 +90,15 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
         r["stale"] = _stale(root / r["file"], size, mtime_ns)
     doc["results"] = results
     return doc
+
+
+def _range_words(opts: TimeOptions) -> str:
+    """--since/--until in words, by day: "between 2024-05-31 and 2024-06-30", "on or after ...", "on or before ..."."""
+    since = iso(opts.since)[:10] if opts.since is not None else None
+    until = iso(opts.until)[:10] if opts.until is not None else None
+    if since and until:
+        return f"between {since} and {until}"
+    return f"on or after {since}" if since else f"on or before {until}"
 
 
 def _apply_time(results: list[dict[str, Any]], opts: TimeOptions) -> list[dict[str, Any]]:

@@ -73,6 +73,9 @@ def test_since_and_until_filter_by_file_date(repo, capsys):
     assert {r["file"] for r in doc["results"]} == {"front.md", "untracked.md", "log-2021.md"}  # the whole last day counts
     code, doc, _ = results(capsys, repo, "--since", "2030-01-01")
     assert code == 1 and doc["results"] == []
+    assert doc["time"]["reason"] == f"no result's file is dated on or after 2030-01-01 - {doc['time']['candidates']} found before it"
+    code, out, _ = call(capsys, "query", "harbour log boats tides keel", "--root", str(repo), "--since", "2019-01-01", "--until", "2019-01-31")
+    assert code == 1 and "no result's file is dated between 2019-01-01 and 2019-01-31" in out
 
 
 def test_recent_and_oldest_reorder_by_date(repo, capsys):

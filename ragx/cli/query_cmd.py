@@ -146,12 +146,13 @@ def _print_files(doc: dict, explain: bool) -> None:
 
 
 def _why_empty(doc: dict) -> str:
-    """[ranking] The evidence rule's reason, when it is what emptied the result, and the way round it."""
+    """[ranking] What emptied the result, when it was the evidence rule (and the way round it) or the
+    --since/--until dates."""
     from rich.markup import escape
 
     from ..search.evidence import NO_EVIDENCE
 
-    reason = doc.get("evidence", {}).get("reason")
+    reason = doc.get("evidence", {}).get("reason") or doc.get("time", {}).get("reason")
     if not reason:
         return ""
     hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(NO_EVIDENCE) else ""
