@@ -135,12 +135,19 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with _replacing(path, Path(tmp)), os.fdopen(fd, "wb") as fh:
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is needlessly private for a cache
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, tmp: Path) -> Iterator[None]:
+    """What the block writes to `tmp` replaces `path` in one step when the block ends (the directory
+    synced after); a block that fails leaves `path` as it was and removes `tmp`."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 is needlessly private for a cache
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -330,7 +337,7 @@ def ensure_onnx(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_sidecar_path(path))
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        with _replacing(path, tmp):
             info = _convert(model_dir, model_name, tmp)
             algo = _fast_digest_algo()
             with open(tmp, "rb+") as fh:
@@ -347,12 +354,6 @@ def ensure_onnx(
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 **info,
             }
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(path.parent)
         _write_atomic(_sidecar_path(path), json.dumps(meta, indent=1).encode())
     return path
 
