@@ -77,6 +77,16 @@ def make_corpus(root: Path, n_per_topic: int = 6) -> None:
     (root / "notes.txt").write_text("A plain text note about bread and the oven.\n", encoding="utf-8")
 
 
+def make_indexed_corpus(root: Path) -> Path:
+    """`make_corpus` under `root`, indexed in full with the hash embedder; `root` back."""
+    from ragx.config import load_settings
+    from ragx.index.build import run_index
+
+    make_corpus(root)
+    run_index(root, load_settings(root), HashEmbedder())
+    return root
+
+
 def beir_folder(path: Path, words: dict[str, str]) -> Path:
     """A BEIR folder (corpus, queries, qrels/test.tsv): one document per word list, one query per document
     made of its first two words."""

@@ -8,23 +8,21 @@ import os
 
 import numpy as np
 import pytest
-from fakes import HashEmbedder, make_corpus
+from fakes import HashEmbedder, make_indexed_corpus
 
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.errors import CorruptIndexError
 from ragx.index.build import run_index
-from ragx.index.verified import FILES, VECTORS_NPY, file_checksum
 from ragx.index.store import Store
+from ragx.index.verified import FILES, VECTORS_NPY, file_checksum
 
 QUERY = "flour butter oven bread"
 
 
 @pytest.fixture
 def corpus(tmp_path, fake_model):
-    make_corpus(tmp_path)
-    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
-    return tmp_path
+    return make_indexed_corpus(tmp_path)
 
 
 def _gen(root):

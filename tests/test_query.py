@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
+from fakes import HashEmbedder, make_indexed_corpus
 
 from ragx.api import Corpus
 from ragx.config import load_settings
@@ -21,9 +21,7 @@ def _fake_model(fake_model):
 
 @pytest.fixture
 def corpus(tmp_path):
-    make_corpus(tmp_path)
-    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
-    return tmp_path
+    return make_indexed_corpus(tmp_path)
 
 
 def test_query_json_has_locations_breakdown_and_exact_slices(corpus, capsys):

@@ -9,13 +9,11 @@ import sys
 import numpy as np
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
+from fakes import make_indexed_corpus
 from servers import provider_env, write_toml  # noqa: F401 (fixture)
 
 from ragx.api import Corpus
-from ragx.config import load_settings
 from ragx.errors import ProviderError
-from ragx.index.build import run_index
 from ragx.models.rerank import CrossEncoderReranker
 
 pytestmark = pytest.mark.usefixtures("provider_env")
@@ -28,9 +26,7 @@ def _fake_model(fake_model):
 
 @pytest.fixture
 def corpus(tmp_path):
-    make_corpus(tmp_path)
-    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
-    return tmp_path
+    return make_indexed_corpus(tmp_path)
 
 
 @pytest.mark.model

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from fakes import HashEmbedder, make_corpus
+from fakes import HashEmbedder, make_indexed_corpus
 
 import ragx.scoring.score as score_mod
 import ragx.search.searcher as searcher_mod
@@ -25,9 +25,7 @@ QUERY = "flour butter oven bread"
 
 @pytest.fixture
 def corpus(tmp_path):
-    make_corpus(tmp_path)
-    run_index(tmp_path, load_settings(tmp_path), HashEmbedder())
-    return tmp_path
+    return make_indexed_corpus(tmp_path)
 
 
 def _rows_by_id(root) -> dict[int, dict]:
