@@ -129,17 +129,13 @@ class Snapshot:
     def chunk_ids(folder: Path, checksums: dict[str, str] | None) -> np.ndarray:
         """A generation's sorted live chunk ids alone (chunks.npz, verified): CorruptIndexError or
         OSError when the folder is missing, damaged or unreadable."""
-        return Snapshot.chunk_files(folder, checksums)[0]
+        return _chunk_arrays(folder, checksums, ("ids",))[0]
 
     @staticmethod
     def chunk_files(folder: Path, checksums: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray]:
         """(sorted live chunk ids, the file id of each) of a generation, as `chunk_ids` reads them."""
-        verify(folder, checksums, (CHUNKS,))
-        try:
-            with np.load(folder / CHUNKS) as z:
-                return np.asarray(z["ids"], dtype=np.int64), np.asarray(z["file_ids"], dtype=np.int64)
-        except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
+        ids, file_ids = _chunk_arrays(folder, checksums, ("ids", "file_ids"))
+        return ids, file_ids
 
     def write(
         self, target: Path, vindex: VectorIndex | None, base_from: tuple[Path, dict[str, str]] | None,
@@ -225,6 +221,16 @@ class LexiconFiles:
         assert self.base_from is not None, "a linked lexicon base needs the generation it comes from"
         _link_or_copy(self.base_from[0] / LEXICON, tmp / LEXICON)
         return {LEXICON: self.base_from[1][LEXICON]}
+
+
+def _chunk_arrays(folder: Path, checksums: dict[str, str] | None, keys: tuple[str, ...]) -> list[np.ndarray]:
+    """The named int64 arrays of a generation's chunks.npz, verified first (only those are read)."""
+    verify(folder, checksums, (CHUNKS,))
+    try:
+        with np.load(folder / CHUNKS) as z:
+            return [np.asarray(z[key], dtype=np.int64) for key in keys]
+    except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
 
 
 def lexicon_parts(folder: Path) -> tuple[np.ndarray, LexiconPart]:
