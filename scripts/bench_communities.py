@@ -18,6 +18,7 @@ import argparse
 import json
 import shutil
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -38,22 +39,16 @@ def _store(root: Path):
 
 
 def _partition(root: Path) -> dict[int, int]:
-    store = _store(root)
-    try:
+    with closing(_store(root)) as store:
         ids = store.chunk_ids()
         community = store.community_array(ids)
-    finally:
-        store.close()
     kept = community >= 0
     return dict(zip(ids[kept].tolist(), community[kept].tolist()))
 
 
 def _labels(root: Path) -> list[str]:
-    store = _store(root)
-    try:
+    with closing(_store(root)) as store:
         return [label.label for label in store.labels().values()]
-    finally:
-        store.close()
 
 
 def _agreement(before: dict[int, int], after: dict[int, int]) -> float:
@@ -79,11 +74,8 @@ def _modularity(root: Path) -> float:
 
 def _edit_targets(root: Path, n: int) -> list[str]:
     """n indexed text files spread evenly over the sorted paths (markdown and Python preferred)."""
-    store = _store(root)
-    try:
+    with closing(_store(root)) as store:
         paths = sorted(path for path in store.files() if path.endswith((".md", ".py", ".txt")))
-    finally:
-        store.close()
     step = max(1, len(paths) // n)
     return paths[::step][:n]
 
