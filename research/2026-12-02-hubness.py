@@ -18,8 +18,8 @@ candidates by construction. Grid fixed before the first run: beta in (0.25, 0.5,
 
     PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py study dendron-vault-train scifact-train
     PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py study <four test specs>   # once, after choosing
-    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py compare beta0.5 <specs>
-    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py pooled beta0.5 <four test specs>
+    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py compare beta0.25 <specs>
+    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-hubness.py pooled beta0.25 <four test specs>
 
 Per-query results go to $RAGX_CACHE_DIR/research-prf/hubness-results.json.
 """

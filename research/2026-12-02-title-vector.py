@@ -16,8 +16,8 @@ splits once.
 
     PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py study dendron-vault-train scifact-train
     PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py study <four test specs>   # once, after choosing
-    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py compare a0.2 <specs>
-    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py pooled a0.2 <four test specs>
+    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py compare a0.1 <specs>
+    PYTHONPATH=. RAGX_CACHE_DIR=... python research/2026-12-02-title-vector.py pooled a0.1 <four test specs>
 
 Per-query results go to $RAGX_CACHE_DIR/research-prf/title-vector-results.json.
 """
