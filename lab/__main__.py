@@ -11,7 +11,8 @@
     promote  check the study's best parameters on the held-out splits with `ragx eval`, and write
              them into ragx/defaults.toml (and the regression baselines) only if they are no worse
 
-Configs live in configs/ (Hydra): e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`.
+Configs live in configs/ (Hydra): e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`;
+`train_sets=[scifact,dendron-vault]` tunes one objective over several training sets at once.
 Several machines: scripts/lab_cluster.sh (PostgreSQL study, MLflow server, shared pass caches).
 """
 
@@ -22,16 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from .configs import REPO, compose
 
-
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    extra = [o for o in overrides if not o.startswith(("worker=", "report=", "trials=", "study_trials="))]
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-        return hydra_compose(config_name="lab", overrides=extra)
+__all__ = ["compose", "main"]
 
 
 def option(overrides: list[str], name: str, default: str) -> str:
@@ -43,9 +37,10 @@ def option(overrides: list[str], name: str, default: str) -> str:
 
 def cmd_cache(cfg, overrides) -> int:
     from .sweep import load_passes
+    from .training import builds_of, load_training
 
     started = time.perf_counter()
-    data = load_passes(cfg)
+    data = builds_of(load_training(cfg, load_passes))
     for name, d in data.items():
         print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root if d['corpus'] else '(shared, no index)'}")
     print(f"done in {time.perf_counter() - started:.1f} s")
@@ -66,27 +61,32 @@ def cmd_sweep(cfg, overrides) -> int:
           f"({out['seconds'] / max(out['trials'], 1) * 1000:.0f} ms per trial); study has {len(study.trials)} trials")
     best = study.best_trial
     print(f"best trial #{best.number}: {cfg.sweep.objective} = {best.value:.4f}  params {json.dumps(best.params)}")
+    for s, ref in out["evaluate"].references.items():  # several training sets: each one's figure against the defaults'
+        mine = best.user_attrs[f"{s}/objective"]
+        print(f"  {s} {cfg.split}: {cfg.sweep.objective} {mine:.4f} (current defaults {ref:.4f}, {mine - ref:+.4f})")
     if any(d.get("scorer") is not None for d in data.values()):
         print(f"cross-encoder pairs computed: {out['rerank']['computed']}, read from the score cache: {out['rerank']['hits']}", flush=True)
     if option(overrides, "report", "true") != "true" or cfg.get("passes_from") == "shared":
         return 0  # no report asked, or a worker without an index (its report would need a live evaluation)
     build_name, best_params = trial_params(best.params, out["defaults"])
-    d = data[build_name]
-    qrels = {q.id: q.files for q in d["queries"]}
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
-    sens = sensitivity(d["passes"], qrels, d["meta"]["paths"], best_params, space, cfg.sweep.objective, scorer=d.get("scorer"))
-    live_s, live_means = live_eval_seconds(d["corpus"], d["queries"], out["defaults"])
+    sens = sensitivity(lambda p: out["evaluate"](p, build_name)[0], best_params, space)
+    live = {s: live_eval_seconds(builds[build_name]["corpus"], builds[build_name]["queries"], out["defaults"]) for s, builds in out["sets"].items()}
+    live_s = sum(seconds for seconds, _ in live.values())
     folder = REPO / cfg.reports / cfg.optuna.study_name  # an absolute `reports` stays as it is
     plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective)
     summary = {
         "study": cfg.optuna.study_name,
-        "dataset": cfg.dataset.name,
+        "dataset": "+".join(out["sets"]),
+        "train_sets": list(out["sets"]),
         "split": cfg.split,
         "objective": cfg.sweep.objective,
+        "guard": out["evaluate"].guard if len(out["sets"]) > 1 else None,
+        "defaults_objective_per_set": out["evaluate"].references,
         "trials_in_study": len(study.trials),
         "this_worker": {"worker": worker, "trials": out["trials"], "seconds": out["seconds"]},
-        "live_eval_seconds_one_config": live_s,
-        "defaults_on_split": live_means,
+        "live_eval_seconds_one_config": live_s,  # summed over the training sets
+        "defaults_on_split": {s: means for s, (_, means) in live.items()},
         "best": {"number": best.number, "value": best.value, "params": best.params, "metrics": best.user_attrs},
         "sensitivity": sens,
         "importances": _importances(study),
@@ -100,7 +100,7 @@ def cmd_sweep(cfg, overrides) -> int:
         for p in plots:
             mlflow.log_artifact(str(p), "plots")
         mlflow.log_artifact(str(folder / "summary.json"))
-    print(f"one live evaluation of {cfg.dataset.name} {cfg.split}: {live_s:.1f} s; "
+    print(f"one live evaluation of {'+'.join(out['sets'])} {cfg.split}: {live_s:.1f} s; "
           f"{out['trials']} trials offline: {out['seconds']:.1f} s; wrote {folder}")
     return 0
 

@@ -1,6 +1,8 @@
-"""Promotion: a study's winner becomes the CLI's defaults only if `ragx eval` on the held-out splits
-says it is no worse than the current defaults. Then ragx/defaults.toml's [search] section and the
-regression baselines are rewritten together, with provenance."""
+"""Promotion: a study's winner becomes the CLI's defaults only if `ragx eval` on every held-out split
+finds it no worse: no significant loss against the current defaults nor against the plain hybrid at the
+winner's own candidate budget, and within the gate's tolerance of the current defaults. Then
+ragx/defaults.toml's [search] section and the regression baselines are rewritten together, with
+provenance; the train/test gap of every training set that has a held-out split is printed beside it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.eval.report import git_commit
 from ragx.scoring.params import Params
 
+from .configs import dataset_config, label, train_sets
+
 MARKER = "---- [search]: written by `python -m lab promote` ----"
 
 
@@ -24,9 +28,9 @@ def current_defaults() -> Params:
     return load_settings(None, warn=False).search
 
 
-def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None) -> dict[str, Any]:
-    """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ...` computes for one dataset, in this
-    process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
+def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None, reference: str | None = None) -> dict[str, Any]:
+    """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
+    dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
     from ragx.eval.beir import cache_dir_for, open_collection
     from ragx.eval.suite import evaluate_dataset
 
@@ -34,7 +38,7 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
     corpus, made, _ = open_collection(data_dir, Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir), split)
     specs = [f"{name}={spec}" for name, spec in configs.items()] if configs else None
     meta = {"dataset": data_dir.resolve().name, "split": split, "command": "python -m lab promote", "commit": git_commit(Path(__file__).parent)}
-    return evaluate_dataset(corpus, made.queries[split], specs, None, meta)
+    return evaluate_dataset(corpus, made.queries[split], specs, reference, meta)
 
 
 def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> None:
@@ -54,10 +58,42 @@ def pin_unswept(candidate: Params, old: Params, swept: dict[str, Any]) -> Params
 
 
 def spec_of(params: Params, base: Params, reranked: bool = False) -> str:
-    """An eval spec on the `graph` preset (which turns rerank off): the settings that differ from `base`,
-    and with `reranked` (the study swept the reranker) the rerank weight in any case."""
+    """An eval spec on the `default` preset (the shipped pipeline as configured, graph on or off, rerank
+    off): the settings that differ from `base`, and with `reranked` (the study swept the reranker) the
+    rerank weight in any case."""
     changed = {k: v for k, v in dataclasses.asdict(params).items() if getattr(base, k) != v or (reranked and k == "rerank_weight")}
-    return ",".join(["graph", *(f"{k}={v}" for k, v in changed.items())])
+    return ",".join(["default", *(f"{k}={v}" for k, v in changed.items())])
+
+
+def hybrid_spec(params: Params) -> str:
+    """The plain hybrid (no graph, no anchors, no reranker) at `params`' candidate budget: the same seeds
+    when `params` has no graph stage (so the very same candidates), else at most as many candidates as
+    `params` can admit per query (an upper bound: the hybrid gets no fewer than the winner)."""
+    if params.hops == 0:
+        return f"hybrid,dense_n={params.dense_n},lexical_n={params.lexical_n},budget=own"
+    from ragx.eval.budget import most_admitted
+
+    return f"hybrid,budget={most_admitted(params)}"
+
+
+def losses(doc: dict[str, Any], metric: str, alpha: float) -> dict[str, tuple[float, float, bool]]:
+    """Per compared config of an eval doc whose reference is the candidate: (its mean minus the
+    candidate's, p, whether the candidate loses significantly to it: the config is ahead with p < alpha)."""
+    out = {}
+    for name, metrics in doc["comparisons"]["configs"].items():
+        diff, p = float(metrics[metric]["diff"]), float(metrics[metric]["p"])
+        out[name] = (diff, p, diff > 0 and p < alpha)
+    return out
+
+
+def train_test_gaps(best_attrs: dict[str, Any], sets: list[str], heldout: dict[str, float], metric: str) -> list[str]:
+    """`<set>: train X -> test Y (gap)` for each training set that has a held-out figure."""
+    lines = []
+    for s in sets:
+        train = best_attrs.get(f"{s}/{metric}", best_attrs.get(metric) if len(sets) == 1 else None)
+        if train is not None and s in heldout:
+            lines.append(f"{s}: {metric} train {train:.4f} -> test {heldout[s]:.4f} (gap {train - heldout[s]:+.4f})")
+    return lines
 
 
 def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_PATH) -> None:
@@ -77,7 +113,6 @@ def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_
 
 def promote(cfg, repo: Path) -> int:
     import optuna
-    from hydra import compose, initialize_config_dir
 
     from .sweep import storage_url, trial_params
 
@@ -95,37 +130,42 @@ def promote(cfg, repo: Path) -> int:
         print("lab promote: refused: the study swept rerank_weight but no [rerank] model is configured, "
               "so the held-out `ragx eval` could not measure the reranker")
         return 1
-    spec = spec_of(candidate, old, reranked)
-    current = spec_of(old, old, reranked)
-    metric, tol = cfg.promote.metric, float(cfg.promote.tolerance)
-    verdicts, lines = [], []
+    configs = {"current": spec_of(old, old, reranked), "candidate": spec_of(candidate, old, reranked), "hybrid": hybrid_spec(candidate)}
+    metric, tol, alpha = cfg.promote.metric, float(cfg.promote.tolerance), float(cfg.promote.get("alpha", 0.05))
+    verdicts, lines, heldout = [], [], {}
     for item in cfg.promote.heldout:
-        with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
-            ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
-        doc = eval_heldout(ds, item["split"], {"current": current, "candidate": spec})
+        doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate")
         means = doc["files"]["means"]
+        heldout[label(item["dataset"])] = means["candidate"][metric]
+        where = f"{label(item['dataset'])} {item['split']}"
         for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
             cur, new = means["current"][name], means["candidate"][name]
             ok = new >= cur - float(allowed)
             verdicts.append(ok)
-            lines.append(f"{item['dataset']} {item['split']}: {name} {cur:.4f} -> {new:.4f} ({'ok' if ok else 'WORSE'})")
+            lines.append(f"{where}: {name} {cur:.4f} -> {new:.4f} ({'ok' if ok else f'WORSE by more than {allowed}'})")
             print(lines[-1], flush=True)
+        for name, (diff, p, lost) in losses(doc, metric, alpha).items():
+            verdicts.append(not lost)
+            lines.append(f"{where}: {metric} against {name} {-diff:+.4f} (p {p:.4f}{', a significant LOSS' if lost else ''})")
+            print(lines[-1], flush=True)
+    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), heldout, metric)
+    for line in gaps:
+        print(f"train/test gap: {line}", flush=True)
     if not all(verdicts):
-        print(f"lab promote: refused: the winner of {cfg.promote.study_name} is worse than the current defaults on a held-out split")
+        print(f"lab promote: refused: the winner of {cfg.promote.study_name} loses on a held-out split (lines above)")
         return 1
     today = dt.date.today().isoformat()
     provenance = [
-        f"promoted {today} from study {cfg.promote.study_name} (trial #{best.number}, {cfg.dataset.name} {cfg.split}, "
+        f"promoted {today} from study {cfg.promote.study_name} (trial #{best.number}, {'+'.join(train_sets(cfg))} {cfg.split}, "
         f"{metric} {best.user_attrs.get(metric, best.value):.4f}); held-out `ragx eval`, current -> promoted:",
         *lines,
+        *(f"train/test gap: {line}" for line in gaps),
     ]
     write_defaults(candidate, provenance)
     print(f"wrote {DEFAULTS_PATH}")
-    for item in cfg.promote.heldout + [{"dataset": "musique-small", "split": "test"}]:
-        with initialize_config_dir(config_dir=str(repo / "configs"), version_base="1.3"):
-            ds = compose(config_name="lab", overrides=[f"dataset={item['dataset']}"]).dataset
+    for item in cfg.promote.heldout:
         baseline = repo / "reports" / "baselines" / f"{item['dataset']}-{item['split']}.json"
         if baseline.exists():  # evaluated afresh: Corpus.open reads the defaults just written
-            write_baseline_of(eval_heldout(ds, item["split"], None), baseline, repo / "reports")
+            write_baseline_of(eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], None), baseline, repo / "reports")
             print(f"updated {baseline}")
     return 0

@@ -12,7 +12,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -26,7 +26,8 @@ from .caches import read_ref, shared_passes
 from .cluster import optimize, rdb_storage
 from .passes import load_cache
 from .rerank import shortlist_scorer
-from .rescore import rescore
+from .configs import train_sets
+from .training import Objective, builds_of, load_training
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
 
@@ -55,15 +56,17 @@ def pass_root(cfg) -> Path:
     return Path(cfg.get("pass_cache") or Path(cfg.cache_root) / "passes")
 
 
-def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
-    """Per build: cached passes (built under a lock when no worker has yet), file paths and labels.
+def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
+    """Per build: cached passes (built under a lock when no worker has yet), file paths and labels, of
+    `dataset` (default: the run's `dataset`) at the run's split.
 
     With `passes_from=shared` a worker opens no index at all: it loads the caches that the refs in the
     shared pass folder name (written by `python -m lab cache` on the machine that holds the index);
     its `corpus` is then None."""
+    dataset = cfg.dataset if dataset is None else dataset
     root = pass_root(cfg)
     caps = PassCaps(**cfg.caps)
-    names = {b["name"]: f"{cfg.dataset.name}-{cfg.split}-{b['name']}" for b in cfg.sweep.builds}
+    names = {b["name"]: f"{dataset.name}-{cfg.split}-{b['name']}" for b in cfg.sweep.builds}
     out: dict[str, dict[str, Any]] = {}
     if cfg.get("passes_from", "index") == "shared":
         for b, name in names.items():
@@ -71,9 +74,9 @@ def load_passes(cfg, reporter=None) -> dict[str, dict[str, Any]]:
             labelled = [_Labelled(qid, files) for qid, files in meta["labels"].items()]
             out[b] = {"passes": passes, "meta": meta, "corpus": None, "queries": labelled, "scorer": None}
         return out
-    base, queries = prepare(cfg.dataset, cfg.split, reporter)
+    base, queries = prepare(dataset, cfg.split, reporter)
     for b in cfg.sweep.builds:
-        corpus = build(base, b["name"], dict(b.get("settings") or {}), Path(cfg.cache_root) / "builds" / cfg.dataset.name, reporter)
+        corpus = build(base, b["name"], dict(b.get("settings") or {}), Path(cfg.cache_root) / "builds" / dataset.name, reporter)
         folder, built = shared_passes(corpus, queries, caps, root, names[b["name"]])
         if built:
             print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
@@ -101,11 +104,6 @@ class _Labelled:
     files: dict[str, int]
 
 
-def objective_value(means: dict[str, float], objective: str) -> float:
-    """A metric name, or several joined by '+' (their sum), e.g. 'nDCG@10+R@100'."""
-    return sum(means[name.strip()] for name in objective.split("+"))
-
-
 def suggest(trial, space: dict[str, list], defaults: Params) -> Params:
     changes = {}
     for name, (lo, hi) in space.items():
@@ -129,24 +127,26 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    data = load_passes(cfg)
+    sets = load_training(cfg, load_passes)
+    data = builds_of(sets)
     defaults = load_settings(None).search
-    qrels = {q.id: q.files for q in next(iter(data.values()))["queries"]}
-    builds = list(data)
+    builds = list(next(iter(sets.values())))
     objective_name = cfg.sweep.objective
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
     check_rerank_space(space, data)
+    evaluate = Objective(sets, objective_name, defaults, cfg.get("guard", 1.0))
+    names = "+".join(sets)
 
     def objective(trial):
         trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
         name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
         params = suggest(trial, space, defaults)
         started = time.perf_counter()
-        r = rescore(data[name]["passes"], params, qrels, data[name]["meta"]["paths"], data[name]["scorer"])
+        value, attrs = evaluate(params, name)
         trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
-        for metric, value in r.means.items():
-            trial.set_user_attr(metric, value)
-        return objective_value(r.means, objective_name)
+        for metric, v in attrs.items():
+            trial.set_user_attr(metric, v)
+        return value
 
     study = optuna.create_study(
         study_name=cfg.optuna.study_name,
@@ -158,11 +158,12 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
-        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": cfg.dataset.name, "split": cfg.split, "worker": worker,
+        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": names, "split": cfg.split, "worker": worker,
                          "host": socket.gethostname(), "pid": os.getpid()})
-        mlflow.log_params({"dataset": cfg.dataset.name, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
-                           "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space)})
-        mlflow.log_dict({b: data[b]["meta"]["index"] for b in builds}, "index_manifests.json")
+        mlflow.log_params({"dataset": names, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
+                           "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
+                           "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
+        mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
 
         def track(study, trial):
             if trial.value is not None:
@@ -180,8 +181,8 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
         run_id = active.info.run_id
-    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "data": data, "defaults": defaults,
-            "rerank": counts}
+    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
+            "rerank": counts, "evaluate": evaluate}
 
 
 def rerank_counts(data: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -221,7 +222,7 @@ def start_tracking(cfg) -> None:
 
 
 def best_params_toml(params: dict[str, Any], metrics: dict[str, float], cfg) -> str:
-    lines = [f"# best trial of study {cfg.optuna.study_name} ({cfg.dataset.name} {cfg.split})"]
+    lines = [f"# best trial of study {cfg.optuna.study_name} ({'+'.join(train_sets(cfg))} {cfg.split})"]
     lines += [f"# {k} = {v:.4f}" for k, v in metrics.items() if isinstance(v, (int, float))]
     lines.append("[search]")
     lines += [f"{k} = {json.dumps(v)}" for k, v in params.items() if k in PARAM_TYPES]
@@ -237,16 +238,12 @@ def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str,
     return time.perf_counter() - started, doc["files"]["means"]["live"]
 
 
-def sensitivity(passes, qrels, paths, best: Params, space: dict[str, list], objective: str, points: int = 9,
-                scorer=None) -> dict[str, list]:
-    """One knob at a time around the best setting: objective over a grid of the knob's range."""
+def sensitivity(evaluate: Callable[[Params], float], best: Params, space: dict[str, list], points: int = 9) -> dict[str, list]:
+    """One knob at a time around the best setting: the objective (`evaluate`) over a grid of the knob's range."""
     out = {}
     for name, (lo, hi) in space.items():
         grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
-        values = []
-        for v in grid.tolist():
-            values.append(objective_value(rescore(passes, best.replace(**{name: v}), qrels, paths, scorer).means, objective))
-        out[name] = [grid.tolist(), values]
+        out[name] = [grid.tolist(), [evaluate(best.replace(**{name: v})) for v in grid.tolist()]]
     return out
 
 

@@ -11,8 +11,9 @@ from fakes import TOPICS, beir_folder
 
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.eval.gate import check, read_baseline
+from ragx.eval.presets import parse_config
 
-from lab.promote import current_defaults, eval_heldout, pin_unswept, spec_of, write_baseline_of, write_defaults
+from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept, spec_of, write_baseline_of, write_defaults
 
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
@@ -78,7 +79,22 @@ def test_rerank_knobs_are_promoted_only_when_the_study_swept_them():
     assert pin_unswept(trial, old, {"dense_weight": 0.7}) == old.replace(dense_weight=0.7)  # a sweep without a reranker
     swept = pin_unswept(trial, old, {"dense_weight": 0.7, "rerank_weight": 1.25, "shortlist": 30, "top": 3})
     assert (swept.rerank_weight, swept.shortlist, swept.top) == (1.25, 30, 10)  # top is never swept
-    # The `graph` preset turns rerank off: after a rerank study both sides name their weight.
-    assert spec_of(old, old, reranked=True) == "graph,rerank_weight=0.5"
-    assert spec_of(swept, old, reranked=True) == "graph,rerank_weight=1.25,dense_weight=0.7,shortlist=30"
-    assert spec_of(old.replace(dense_weight=0.7), old) == "graph,dense_weight=0.7"  # other studies: as before
+    # The `default` preset turns rerank off: after a rerank study both sides name their weight.
+    assert spec_of(old, old, reranked=True) == "default,rerank_weight=0.5"
+    assert spec_of(swept, old, reranked=True) == "default,rerank_weight=1.25,dense_weight=0.7,shortlist=30"
+    assert spec_of(old.replace(dense_weight=0.7), old) == "default,dense_weight=0.7"  # other studies: as before
+
+
+def test_the_held_out_sides_are_the_pipelines_ragx_query_would_run():
+    """`current` is the shipped pipeline as configured (graph off by default: the `graph` preset would
+    have turned it on for both sides), and the hybrid gets the winner's very seeds, or, for a winner
+    with a graph stage, as many candidates as it can admit."""
+    old = load_settings(None).search.replace(rerank_weight=0.0)
+    assert old.hops == 0
+    assert parse_config("current=" + spec_of(old, old), old).params == old
+    wider = old.replace(dense_n=60, lexical_n=40)
+    hybrid = parse_config("hybrid=" + hybrid_spec(wider), old)
+    assert (hybrid.params.dense_n, hybrid.params.lexical_n, hybrid.params.hops, hybrid.budget) == (60, 40, 0, None)
+    assert hybrid.params.anchor_dense == 0 and hybrid.params.anchor_lexical == 0
+    graph = old.replace(hops=2, max_frontier=50)
+    assert parse_config("hybrid=" + hybrid_spec(graph), old).budget == graph.dense_n + graph.lexical_n + 2 * 50

@@ -1,0 +1,73 @@
+"""The lab's Hydra configuration (configs/lab.yaml): composing it, and the dataset configs it names.
+
+One place composes, so the resolver the configs use (`${join:${train_sets}}` in the study name) is
+registered before any config is read, by every command and by promotion alike.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_OPTIONS = ("worker=", "report=", "trials=", "study_trials=")  # `python -m lab` options, not Hydra overrides
+
+
+def usage_error(message: str) -> NoReturn:
+    """Bad input: one line on stderr, exit 2."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("join"):
+        OmegaConf.register_new_resolver("join", lambda names: "+".join(label(str(n)) for n in names))
+
+
+def compose(overrides: list[str]):
+    """configs/lab.yaml with Hydra `overrides` (the lab's own run options are left out)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    _register_resolvers()
+    extra = [o for o in overrides if not o.startswith(RUN_OPTIONS)]
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        return hydra_compose(config_name="lab", overrides=extra)
+
+
+def label(name: str) -> str:
+    """What a dataset is called in study names, trial attributes and reports: a config's name, or a
+    BEIR folder's own name."""
+    return Path(name).name if "/" in name else name
+
+
+def dataset_config(cfg, name: str) -> Any:
+    """The dataset `name` names: the run's own `dataset` when it is that one (so overrides of dataset.*
+    hold), a BEIR folder when it is a path (it holds a `/`: `train_sets=[scifact,/data/my-notes]`),
+    else configs/dataset/<name>.yaml."""
+    if name == cfg.dataset.name:
+        return cfg.dataset
+    if "/" in name:
+        folder = Path(name).expanduser().resolve()
+        if not (folder / "corpus.jsonl").is_file():
+            usage_error(f"lab: {name!r} is not a BEIR folder (no corpus.jsonl in it)")
+        from omegaconf import OmegaConf
+
+        return OmegaConf.create({"name": folder.name, "data_dir": str(folder), "cache": None})
+    if not (REPO / "configs" / "dataset" / f"{name}.yaml").is_file():
+        known = sorted(p.stem for p in (REPO / "configs" / "dataset").glob("*.yaml"))
+        usage_error(f"lab: no dataset config {name!r} (configs/dataset/: {', '.join(known)})")
+    return compose([f"dataset={name}"]).dataset
+
+
+def train_sets(cfg) -> dict[str, str]:
+    """The training sets a sweep optimises over at once (`train_sets`, or the run's one dataset):
+    label -> how `train_sets` names it (a dataset config's name or a BEIR folder)."""
+    names = [str(n) for n in (cfg.get("train_sets") or [cfg.dataset.name])]
+    labels = [label(n) for n in names]
+    if len(set(labels)) != len(labels):
+        usage_error(f"lab: train_sets names a dataset twice: {labels}")
+    return dict(zip(labels, names))

@@ -1,0 +1,78 @@
+"""One sweep objective over several training sets at once (issue 13, item 1).
+
+`train_sets` (configs/lab.yaml) names the dataset configs a sweep tunes on, each read at `split`. A
+trial is re-scored on every set from its cached passes, and scored as
+
+    objective = mean over sets of the sweep's objective  -  guard * max over sets of max(0, ref_s - objective_s)
+
+where ref_s is the current defaults' objective on set s, re-scored from the same passes: a setting that
+gains on average by losing one collection pays for the loss. With one set the guard is left out: it
+would only transform that set's figure monotonically, never change which trial wins.
+
+Every set's metrics are kept on the trial as `<set>/<metric>` (MLflow: `<set>/nDCG_at_10`), the mean
+over sets under the metric's own name, each set's objective as `<set>/objective` and the worst drop
+as `worst_drop`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ragx.search.params import Params
+
+from .configs import dataset_config, train_sets
+from .rescore import rescore
+
+
+def objective_value(means: dict[str, float], objective: str) -> float:
+    """A metric name, or several joined by '+' (their sum), e.g. 'nDCG@10+R@100'."""
+    return sum(means[name.strip()] for name in objective.split("+"))
+
+
+def load_training(cfg, load_passes: Callable[..., dict[str, dict[str, Any]]], reporter=None) -> dict[str, dict[str, dict[str, Any]]]:
+    """set name -> build name -> its passes, labels and scorer (`load_passes` for that set's dataset)."""
+    return {label: load_passes(cfg, reporter, dataset_config(cfg, name)) for label, name in train_sets(cfg).items()}
+
+
+def builds_of(sets: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every (set, build)'s data under one key each, `<set>/<build>`."""
+    return {f"{s}/{b}": d for s, builds in sets.items() for b, d in builds.items()}
+
+
+def qrels_of(builds: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    return {q.id: q.files for q in next(iter(builds.values()))["queries"]}
+
+
+def set_means(builds: dict[str, dict[str, Any]], build: str, params: Params) -> dict[str, float]:
+    """One set's metrics under `params`, re-scored offline on `build`'s passes."""
+    d = builds[build]
+    return rescore(d["passes"], params, qrels_of(builds), d["meta"]["paths"], d["scorer"]).means
+
+
+class Objective:
+    """The trial objective over the training sets; `references` are the current defaults' values."""
+
+    def __init__(self, sets: dict[str, dict[str, dict[str, Any]]], objective: str, defaults: Params, guard: float):
+        self.sets, self.objective, self.guard = sets, objective, float(guard)
+        base = next(iter(next(iter(sets.values()))))  # the first build: the sweep's base index
+        self.references = ({s: objective_value(set_means(b, base, defaults), objective) for s, b in sets.items()}
+                           if len(sets) > 1 else {})
+
+    def __call__(self, params: Params, build: str) -> tuple[float, dict[str, float]]:
+        per_set = {s: set_means(builds, build, params) for s, builds in self.sets.items()}
+        return self.combine(per_set)
+
+    def combine(self, per_set: dict[str, dict[str, float]]) -> tuple[float, dict[str, float]]:
+        """(objective, attributes) from each set's metrics (see the module docstring)."""
+        names = list(next(iter(per_set.values())))
+        attrs = {m: float(np.mean([means[m] for means in per_set.values()])) for m in names}
+        if len(per_set) == 1:
+            return objective_value(attrs, self.objective), attrs
+        values = {s: objective_value(means, self.objective) for s, means in per_set.items()}
+        worst = max(max(0.0, self.references[s] - v) for s, v in values.items())
+        attrs |= {f"{s}/{m}": v for s, means in per_set.items() for m, v in means.items()}
+        attrs |= {f"{s}/objective": v for s, v in values.items()}
+        attrs["worst_drop"] = worst
+        return float(np.mean(list(values.values()))) - self.guard * worst, attrs
