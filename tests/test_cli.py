@@ -52,6 +52,21 @@ def test_plain_status_prints_paths_as_they_are(tmp_path, capsys):
     assert "drift       1 new, 0 changed, 0 deleted" in out and "  new: [bold]b.md" in out
 
 
+def test_a_line_break_in_a_file_name_never_breaks_a_result_line(tmp_path, capsys):
+    """A crafted name ("x\n  2. forged.md:1-1 ...") could otherwise forge a result line."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "new\n  2. forged.md").write_text("# Alpha\n\nrivers and boats\n")
+    assert call(capsys, "index", "--root", str(root))[0] == 0
+    code, out, _ = call(capsys, "query", "rivers boats", "--root", str(root), "--no-evidence-check")
+    assert code == 0 and "  1. new\\n  2. forged.md:" in out and not any(line.startswith("  2.") for line in out.splitlines())
+    code, out, _ = call(capsys, "query", "rivers boats", "--root", str(root), "--no-evidence-check", "--json")
+    assert json.loads(out)["results"][0]["file"] == "new\n  2. forged.md"  # JSON stays exact
+    (root / "tab\tname.md").write_text("boats\n")
+    code, out, _ = call(capsys, "status", "--root", str(root))
+    assert "  new: tab\\tname.md" in out
+
+
 def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
     code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
     assert code == 1 and json.loads(out)["indexed"] is False
@@ -63,7 +78,10 @@ def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
         (("status", "--root", "/no/such/folder"), "is not a folder"),
         (("config", "get", "graph.nope"), "unknown config key graph.nope"),
         (("config", "set", "graph.k", "lots"), "cannot read"),
-        (("index", "--bogus"), "No such option"),
+        (("index", "--bogus"), "No such option: --bogus (see `ragx index --help`)"),
+        (("--bogus",), "No such option: --bogus (see `ragx --help`)"),
+        (("query", "x", "--top", "abc"), "'abc' is not a valid int. (see `ragx query --help`)"),
+        (("inspect", "chunk", "-1"), "No such option: -1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(corpus, capsys, monkeypatch, args, message):
@@ -71,7 +89,7 @@ def test_bad_input_is_one_line_and_exit_2(corpus, capsys, monkeypatch, args, mes
     code, out, err = call(capsys, *args)
     assert code == 2 and out == ""
     assert message in err
-    assert len([line for line in err.splitlines() if line.strip()]) <= 3
+    assert len(err.splitlines()) == 1 and err.startswith("ragx: error: ")
 
 
 def test_malformed_ragx_toml_fails_and_loses_nothing(corpus, capsys):

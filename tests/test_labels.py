@@ -196,3 +196,14 @@ def test_global_query_ranks_the_topic_asked_about_first(corpus, capsys):
         assert {"rank", "community", "label", "keywords", "size", "files", "top_files", "score", "chunks"} <= first.keys()
     code, text, _ = call(capsys, "query", "--global", "telescope", "--root", str(corpus))
     assert code == 0 and "keywords:" in text
+
+
+@pytest.mark.parametrize("extra, named", [
+    (("--since", "2099-01-01"), "--since"),
+    (("--tag", "nosuch", "--path", "zzz*"), "--tag, --path"),
+    (("--files-only", "--explain", "--graph"), "--files-only, --explain, --graph/--no-graph"),
+])
+def test_global_refuses_the_file_search_s_filters_rather_than_ignoring_them(corpus, capsys, extra, named):
+    code, out, err = call(capsys, "query", "--global", "telescope", "--root", str(corpus), *extra)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert f"--global ranks communities, not files: {named} cannot be used with it" in err

@@ -60,6 +60,23 @@ def test_tag_and_path_filters(vault, capsys):
     assert code == 1 and json.loads(out)["results"] == [] and "filters" in json.loads(out)["evidence"]["reason"]
 
 
+@pytest.mark.parametrize("args, message", [
+    (("--path", "["), "--path '[': the '[' at position 1 is never closed (a literal '[' is written '[[]')"),
+    (("--path", "daily/[0-9"), "the '[' at position 7 is never closed"),
+    (("--path", ""), "--path '': an empty pattern matches no file"),
+    (("--tag", ""), "--tag '' names no tag"),
+    (("--tag", " # "), "--tag ' # ' names no tag"),
+])
+def test_a_filter_that_can_match_nothing_by_its_form_is_bad_input(vault, capsys, args, message):
+    code, out, err = call(capsys, "query", "roses", "--root", str(vault), *args)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith("ragx: error: --") and message in err
+
+
+def test_globs_sqlite_can_match_are_accepted(vault, capsys):
+    for glob in ("daily/[0-9]*", "[]x]*", "[^]x]*", "[[]*", "*"):
+        assert call(capsys, "query", "roses", "--root", str(vault), "--path", glob)[0] in (0, 1)
+
+
 def test_links_are_stored_and_resolved_among_candidates(vault):
     with _db(vault) as db:
         rows = set(db.execute("SELECT f.path, l.kind, l.target FROM links l JOIN files f ON f.id = l.file_id"))

@@ -34,6 +34,13 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def one_line(name: str) -> str:
+    """A file name as one line of human output: its line breaks and tabs shown as \\n and \\t
+    (`visible` keeps them, for texts meant to span lines), so a name can never break a result line in
+    two, nor forge one."""
+    return name.replace("\n", "\\n").replace("\t", "\\t")
+
+
 def _safe_console(**options: Any) -> Any:
     """A rich Console that passes every string it prints through `visible`: the one place human output
     is made safe, so no command can forget it. (JSON output is exact: only the documents that describe

@@ -11,7 +11,7 @@ from rich.markup import escape
 from .. import schemas
 from ..api import Corpus
 from ..errors import UsageError
-from .app import JsonOpt, RootOpt, app, emit_json, out
+from .app import JsonOpt, RootOpt, app, emit_json, one_line, out
 
 # What each target takes: a chunk id, a path, a community number, or nothing.
 NEEDS = {"chunk": "a chunk id", "neighbors": "a chunk id", "neighbours": "a chunk id", "community": "a community number", "file": "a path relative to the corpus root"}
@@ -48,7 +48,7 @@ def inspect_command(
     if json_out:
         emit_json(schemas.INSPECT, {"what": what, **doc})
         return
-    loc = lambda r: f"{escape(r['file'])}:{r['line_start']}-{r['line_end']}"  # noqa: E731
+    loc = lambda r: f"{escape(one_line(r['file']))}:{r['line_start']}-{r['line_end']}"  # noqa: E731
     if what == "chunk":
         out.print(f"[bold]chunk {doc['chunk_id']}[/]  {loc(doc)}  {doc['kind']}, {doc['n_tokens']} tokens, "
                   f"community {doc['community']}, {doc['degree']} neighbours")
@@ -61,7 +61,7 @@ def inspect_command(
             out.print(f"{n['weight']:.4f}  chunk {n['chunk_id']:>7}  {loc(n)}  community {n['community']}")
     elif what == "communities":
         for c in doc["communities"]:
-            out.print(f"community {c['community']:>4}: [bold]{escape(c.get('label') or '(no label)')}[/]  {c['chunks']} chunks in {c['files']} files  e.g. {escape(', '.join(c['top_files']))}")
+            out.print(f"community {c['community']:>4}: [bold]{escape(c.get('label') or '(no label)')}[/]  {c['chunks']} chunks in {c['files']} files  e.g. {escape(', '.join(map(one_line, c['top_files'])))}")
         out.print(f"{doc['isolated_chunks']} chunks have no edges")
     elif what == "community":
         for c in doc["chunks"]:

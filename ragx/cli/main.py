@@ -64,6 +64,15 @@ def as_error(exc: Exception) -> RagxError:
     )
 
 
+def usage_line(exc: Exception) -> str:
+    """A usage error as one line, like every other error (click would print a three-line block), with
+    where to read the command's usage."""
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    return " ".join(message.split()) + hint
+
+
 def run(argv: list[str] | None = None) -> None:
     invocation[:] = sys.argv[1:] if argv is None else argv
     _register(invocation)
@@ -83,9 +92,7 @@ def run(argv: list[str] | None = None) -> None:
     except RagxError as exc:
         fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument, bad value
-        show = getattr(exc, "show", None)
-        show() if show else fail(exc.format_message())
-        sys.exit(EXIT_ERROR)
+        fail(usage_line(exc))
     except Exception as exc:  # noqa: BLE001 - the boundary: never a traceback
         if os.environ.get("RAGX_DEBUG"):
             raise

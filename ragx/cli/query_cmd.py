@@ -11,7 +11,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, UsageError
-from .app import JsonOpt, RootOpt, app, counted, emit_json, out
+from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out
 
 
 @app.command("query")
@@ -44,6 +44,11 @@ def query_command(
     from ..file_context import time_options
 
     when = time_options(since, until, recent, oldest)
+    if global_:
+        _only_global_options({"--files-only": files_only, "--explain": explain, "--graph/--no-graph": graph is not None,
+                              "--no-lexical": no_lexical, "--no-rerank": no_rerank, "--no-expand": no_expand,
+                              "--no-evidence-check": no_evidence_check, "--since": since is not None, "--until": until is not None,
+                              "--recent": recent, "--oldest": oldest, "--tag": bool(tag), "--path": path_glob is not None})
     corpus = Corpus.open(root, need_index=True)
     if global_:
         from .global_cmd import run_global
@@ -63,6 +68,14 @@ def query_command(
         if not json_out:
             out.print("no results" + _why_empty(doc))
         raise typer.Exit(EXIT_EMPTY)
+
+
+def _only_global_options(given: dict[str, bool]) -> None:
+    """--global ranks communities, not files or chunks: a filter or switch of the file search would be
+    silently ignored, so it is refused instead."""
+    ignored = [name for name, on in given.items() if on]
+    if ignored:
+        raise UsageError(f"--global ranks communities, not files: {', '.join(ignored)} cannot be used with it")
 
 
 def _read_stdin() -> str:
@@ -118,7 +131,7 @@ def _print_chunks(doc: dict, explain: bool) -> None:
         page = f" page {r['page']}" if "page" in r else ""  # a PDF chunk: lines within that page
         stale = "  [yellow](file changed since indexed)[/]" if r.get("stale") else ""
         out.print(
-            f"[bold]{r['rank']:>3}. {escape(r['file'])}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
+            f"[bold]{r['rank']:>3}. {escape(one_line(r['file']))}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
             f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}, heat {b['heat']:.4f}"
             + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
             + (f", anchors {b['anchor_dense']:.3f}/{b['anchor_lexical']:.2f}" if b.get("anchor_dense") is not None else "")
@@ -138,7 +151,7 @@ def _print_files(doc: dict, explain: bool) -> None:
     for r in doc["results"]:
         best = r["best_chunk"]
         out.print(
-            f"[bold]{r['rank']:>3}. {escape(r['file'])}:{best['line_start']}-{best['line_end']}[/]  "
+            f"[bold]{r['rank']:>3}. {escape(one_line(r['file']))}:{best['line_start']}-{best['line_end']}[/]  "
             f"score {r['score']:.3f}  [dim]({counted(len(r['chunk_ids']), 'matching chunk')})[/]"
         )
         if explain:

@@ -10,7 +10,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, EXIT_ERROR
-from .app import JsonOpt, RootOpt, app, emit_json, say
+from .app import JsonOpt, RootOpt, app, emit_json, one_line, say
 
 
 @app.command("status")
@@ -61,6 +61,6 @@ def _print_drifted(drifted: dict) -> None:
     for kind in ("changed", "new", "deleted"):
         paths = drifted.get(kind, [])
         for path in paths[:SHOWN_PATHS]:
-            say(f"  {kind}: {path}")
+            say(f"  {kind}: {one_line(path)}")
         if len(paths) > SHOWN_PATHS:
             say(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")

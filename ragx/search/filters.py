@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UsageError
 from ..index.store import Store
 from ..ingest.link_kinds import TAG
 
@@ -21,12 +22,41 @@ class Filters:
     tags: tuple[str, ...] = ()   # a file must carry every one of these tags
     path: str | None = None      # and its path must match this glob
 
+    def __post_init__(self) -> None:
+        """A filter that can match nothing by its form alone is bad input, not an empty result."""
+        for tag in self.tags:
+            if not normalise_tag(tag):
+                raise UsageError(f"--tag {tag!r} names no tag")
+        if self.path is not None:
+            problem = glob_problem(self.path)
+            if problem:
+                raise UsageError(f"--path {self.path!r}: {problem}")
+
     @property
     def active(self) -> bool:
         return bool(self.tags) or self.path is not None
 
     def describe(self) -> dict:
         return {"tags": list(self.tags), "path": self.path}
+
+
+def glob_problem(glob: str) -> str | None:
+    """Why SQLite's GLOB could never match with `glob` (an empty pattern, a `[` class never closed),
+    else None. In a class, a `]` right after `[` or `[^` is a member, as SQLite reads it."""
+    if not glob:
+        return "an empty pattern matches no file"
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = i + 1
+            j += glob.startswith("^", j)
+            j += glob.startswith("]", j)
+            close = glob.find("]", j)
+            if close < 0:
+                return f"the '[' at position {i + 1} is never closed (a literal '[' is written '[[]')"
+            i = close
+        i += 1
+    return None
 
 
 def normalise_tag(tag: str) -> str:
