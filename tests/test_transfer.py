@@ -135,3 +135,78 @@ def test_an_export_from_before_the_bm25_postings_imports_and_gains_them_on_the_n
     gens = sorted((copy / ".ragx").glob("gen-*"))
     assert (gens[-1] / LEXICON).exists()
     assert query(capsys, copy) == query(capsys, origin)
+
+
+def test_export_refuses_an_existing_file_unless_forced(exported, capsys, tmp_path):
+    origin, archive, _ = exported
+    target = tmp_path / "notes.txt"
+    target.write_text("my own notes\n", encoding="utf-8")
+    code, out, err = call(capsys, "export", str(target), "--root", str(origin))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "already exists" in err and "--force" in err
+    assert target.read_text(encoding="utf-8") == "my own notes\n"
+    assert not list(tmp_path.glob(".notes.txt.tmp-*"))
+
+    code, _, err = call(capsys, "export", str(archive), "--root", str(origin), "--force", "--json")
+    assert code == 0, err
+    assert tarfile.is_tarfile(archive) and not list(tmp_path.glob(".index.tar.gz.tmp-*"))
+
+
+@pytest.mark.parametrize("inside", [".ragx/index.sqlite", ".ragx/archive.tar.gz", "sailing-0.md", "notes.txt"])
+def test_export_never_writes_into_the_index_or_over_an_indexed_file(exported, capsys, inside):
+    origin, _, _ = exported
+    before = query(capsys, origin)
+    target = origin / inside
+    was = target.read_bytes() if target.exists() else None
+    for extra in ((), ("--force",)):
+        code, out, err = call(capsys, "export", str(target), "--root", str(origin), *extra)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "export" in err and "--force" not in err  # forcing would not help: say so, not how to force
+    assert (target.read_bytes() if target.exists() else None) == was
+    assert not [p for p in (origin / ".ragx").iterdir() if ".tmp-" in p.name]
+    assert query(capsys, origin) == before
+
+
+def test_export_refuses_a_note_the_next_run_would_index_and_writes_beside_the_notes(exported, capsys):
+    origin, _, _ = exported
+    note = origin / "later.md"
+    note.write_text("# later\n\nWritten after the last index run.\n", encoding="utf-8")
+    code, _, err = call(capsys, "export", str(note), "--root", str(origin), "--force")
+    assert code == 2 and "later.md" in err and "corpus file" in err
+    assert note.read_text(encoding="utf-8").startswith("# later")
+
+    beside = origin / "index.tar.gz"  # in the root, but not a file ragx indexes (an archive)
+    beside.write_bytes(b"an older export")
+    code, _, err = call(capsys, "export", str(beside), "--root", str(origin), "--force")
+    assert code == 0, err
+    assert tarfile.is_tarfile(beside)
+
+
+def test_import_force_replaces_a_damaged_index(exported, capsys):
+    origin, archive, _ = exported
+    before = query(capsys, origin)
+    db = origin / ".ragx" / "index.sqlite"
+    db.write_bytes(b"\x00garbage, not a database\x00" * 1000)
+    code, _, err = call(capsys, "status", "--root", str(origin))
+    assert code == 2 and "damaged" in err
+
+    code, _, err = call(capsys, "import", str(archive), "--root", str(origin))
+    assert code == 2 and "--force" in err  # still refused without --force
+    code, out, err = call(capsys, "import", str(archive), "--root", str(origin), "--force", "--json")
+    assert code == 0, err
+    assert json.loads(out)["same"] == 19
+    assert query(capsys, origin) == before
+    status = json.loads(call(capsys, "status", "--root", str(origin), "--json", "--deep")[1])
+    assert status["consistent"]
+
+
+def test_a_failed_import_over_a_damaged_index_leaves_it_as_it_was(exported, capsys, tmp_path):
+    origin, archive, _ = exported
+    db = origin / ".ragx" / "index.sqlite"
+    damaged = b"\x00garbage, not a database\x00" * 1000
+    db.write_bytes(damaged)
+    truncated = tmp_path / "truncated.tar.gz"
+    truncated.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    code, _, err = call(capsys, "import", str(truncated), "--root", str(origin), "--force")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert db.read_bytes() == damaged  # not half replaced: the user can still retry or rebuild

@@ -11,20 +11,25 @@ from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
-from .app import JsonOpt, RootOpt, app, emit_json, err, out
+from .app import JsonOpt, RootOpt, app, emit_json, err, one_line, out
 
 
 @app.command("export")
 def export_command(
     file: Annotated[str, typer.Argument(help="Archive to write (a .tar.gz).")],
     root: RootOpt = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an existing FILE (never a file of the corpus or inside its .ragx folder).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write the index and its fingerprint (model, chunking, graph, file hashes) to one archive."""
+    """Write the index and its fingerprint (model, chunking, graph, file hashes) to one archive.
+
+    An existing FILE is kept unless --force is given.
+    """
     from ..index.transfer import export_index
 
     corpus = Corpus.open(root, need_index=True)
-    doc = export_index(corpus.layout, Path(file).expanduser().resolve())
+    doc = export_index(corpus, Path(file).expanduser().resolve(), force=force)
     if json_out:
         emit_json(schemas.EXPORT, doc)
         return
@@ -54,6 +59,6 @@ def import_command(
               f"{doc['same']} files as exported, {n} differ")
     for kind in ("changed", "new", "deleted"):
         for path in d[kind]:
-            out.print(f"  {kind:<8} {escape(path)}")
+            out.print(f"  {kind:<8} {escape(one_line(path))}")
     if n:
         err.print(f"run `ragx index` to re-index the {n} files that differ")

@@ -10,9 +10,13 @@ An export is a gzip tar of exactly these members:
 
 Import checks the archive against its fingerprint and the fingerprint against this corpus's config,
 then installs it the way an index run commits: arrays in a new generation folder first, then the
-store replaced in one SQLite backup step. Files whose content differs from what was indexed are
+store replaced in one SQLite backup step (a damaged store, which no reader can be using, is replaced by
+a rename instead, so `--force` repairs it). Files whose content differs from what was indexed are
 reported by path; the next `ragx index` re-indexes only those (their rows carry the exporter's hashes,
 and files whose content is the same only get their size and mtime updated here).
+
+Export never writes into the index folder or over one of the corpus's files (an archive there would
+destroy what it exports), and over any other existing file only with `--force`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError
+from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError, sqlite_error
 from .layout import Layout
 from .snapshot import Snapshot
 from .verified import FILES as GEN_FILES
@@ -46,12 +50,15 @@ MEMBERS = {FINGERPRINT, DB, *(f"gen/{name}" for name in GEN_FILES)}
 REQUIRED = MEMBERS - {f"gen/{name}" for name in GEN_OPTIONAL}
 
 
-def export_index(layout: Layout, target: Path) -> dict[str, Any]:
-    """Write the committed index to `target` (holding the writer lock, so no run changes it meanwhile)."""
+def export_index(corpus, target: Path, *, force: bool = False) -> dict[str, Any]:
+    """Write `corpus`'s committed index to `target` (holding the writer lock, so no run changes it meanwhile).
+
+    `target` is an absolute, resolved path; an existing file there is replaced only with `force`.
+    """
+    layout = corpus.layout
     if not layout.exists():
         raise NoIndexError(f"no index in {layout.root}: run `ragx index`")
-    if target.is_dir():
-        raise UsageError(f"{target} is a folder; give a file name such as index.ragx.tar.gz")
+    _check_target(corpus, target, force=force)
     with layout.writer_lock():
         work = layout.dir / f"tmp-gen-export-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
@@ -72,6 +79,43 @@ def export_index(layout: Layout, target: Path) -> dict[str, Any]:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return {"file": str(target), "bytes": target.stat().st_size, **{k: fingerprint[k] for k in ("identity", "counts", "files_digest")}}
+
+
+def _check_target(corpus, target: Path, *, force: bool) -> None:
+    """Refuse a target whose loss could not be undone. The index folder and the corpus's own files are
+    refused even with `force`: an archive written there destroys the very index or notes it exports."""
+    if target.is_dir():
+        raise UsageError(f"{target} is a folder; give a file name such as index.ragx.tar.gz")
+    index_dir = corpus.layout.dir.resolve()
+    if target == index_dir or target.is_relative_to(index_dir):
+        raise UsageError(f"{target} is inside the index folder {index_dir}: export to a file outside it")
+    clash = _corpus_file_at(corpus, target)
+    if clash is not None:
+        raise UsageError(f"{target} is the corpus file {clash}: export to a file that ragx does not index")
+    if os.path.lexists(target) and not force:
+        raise UsageError(f"{target} already exists; `ragx export --force` replaces it")
+
+
+def _corpus_file_at(corpus, target: Path) -> str | None:
+    """The corpus path of `target` if it is one of the corpus's files (indexed, or to be indexed by the
+    next run), else None. Nothing outside the root is (discovery refuses links that leave it); under
+    it the file table answers, and only an existing file it does not list costs a walk."""
+    from .diff import discover_settings
+    from ..ingest.discover import discover
+
+    if not target.is_relative_to(corpus.root):
+        return None
+    rel = target.relative_to(corpus.root).as_posix()
+    store = Store(corpus.layout.db, readonly=True)
+    try:
+        stored = store.files()
+    finally:
+        store.close()
+    if rel in stored or not target.exists():
+        return rel if rel in stored else None
+    found = discover(corpus.root, discover_settings(corpus.settings), stored.stats).files
+    # through a symlinked folder inside the root a file has another path; the name test spares realpath calls
+    return next((f.path for f in found if Path(f.path).name == target.name and Path(os.path.realpath(f.abspath)) == target), None)
 
 
 def _fingerprint_of(db_path: Path) -> dict[str, Any]:
@@ -186,9 +230,8 @@ def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]])
     `touched`: (path, size, mtime_ns) of files whose content matches the export, so their rows get this
     machine's stat and are not re-hashed by every later run.
     """
-    current = (Store.committed_generation(layout.db) or 0) if layout.exists() else 0
     imported = Store.committed_generation(unpacked / DB) or 0
-    generation = max(current, imported) + 1  # a number no reader of the old index can be using
+    generation = max(_newest_generation(layout), imported) + 1  # a number no reader of the old index can be using
     staged = Store(unpacked / DB)
     try:
         staged.stamp_import(generation, touched)
@@ -197,13 +240,45 @@ def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]])
     target = layout.gen(generation)
     shutil.rmtree(target, ignore_errors=True)
     os.replace(unpacked / "gen", target)  # arrays first, then the commit that names them
-    store = Store(layout.db, create=True)
-    try:
-        store.replace_with(unpacked / DB)
-    finally:
-        store.close()
+    _replace_db(layout, unpacked / DB)
     layout.remove_stale(keep={generation})
     return generation
+
+
+def _newest_generation(layout: Layout) -> int:
+    """The highest generation the index names or has a folder for; 0 for none. A damaged database
+    names none it can tell, so the folders count too: the new number must not reuse one of them."""
+    folders = [int(p.name[4:]) for p in layout.dir.glob("gen-*") if p.name[4:].isdigit()]
+    try:
+        named = (Store.committed_generation(layout.db) or 0) if layout.exists() else 0
+    except sqlite3.DatabaseError as exc:
+        if not isinstance(sqlite_error(exc), CorruptIndexError):
+            raise  # a full disk or a permission problem is not a damaged index: say that instead
+        named = 0
+    return max([named, *folders])
+
+
+def _replace_db(layout: Layout, staged: Path) -> None:
+    """Make `staged` the index database. A readable one is replaced in one SQLite backup step (readers
+    see old or new); a damaged one cannot be opened for that, and no reader can be using it, so the
+    staged file is renamed over it."""
+    try:
+        store = Store(layout.db, create=True)
+    except CorruptIndexError:
+        _rename_db(layout, staged)
+        return
+    try:
+        store.replace_with(staged)
+    finally:
+        store.close()
+
+
+def _rename_db(layout: Layout, staged: Path) -> None:
+    # The damaged database's WAL and shared-memory files go first: SQLite would replay that WAL into
+    # the renamed-in database. A crash in between leaves the damaged index, without its WAL.
+    for suffix in ("-wal", "-shm"):
+        layout.db.with_name(layout.db.name + suffix).unlink(missing_ok=True)
+    os.replace(staged, layout.db)
 
 
 def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]:
