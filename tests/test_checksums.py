@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from cli_runner import call
 from fakes import HashEmbedder, make_indexed_corpus
 
 from ragx.api import Corpus
@@ -55,6 +56,7 @@ def test_every_file_of_a_generation_has_its_checksum_in_the_manifest(corpus):
 def test_each_damaged_file_is_found_by_deep_status_refused_by_query_and_repaired_by_full(corpus, name):
     before = Corpus(corpus).query(QUERY)
     _damage(_gen(corpus) / name)
+    assert not Corpus(corpus).status()["consistent"]  # the quick check too: the file's write moved its identity
     deep = Corpus(corpus).status(deep=True)
     assert not deep["consistent"]
     assert name in deep["problems"][-1] and deep["problems"][-1].endswith("run `ragx index --full`")
@@ -71,6 +73,20 @@ def test_each_damaged_file_is_found_by_deep_status_refused_by_query_and_repaired
     again = Corpus(corpus).query(QUERY)
     assert [r["chunk_id"] for r in again["results"]] != [] and len(again["results"]) == len(before["results"])
     assert [r["text"] for r in again["results"]] == [r["text"] for r in before["results"]]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_an_index_run_with_nothing_to_do_does_not_report_success_over_a_damaged_file(corpus, name, capsys):
+    """`ragx index` after a truncation, no file of the corpus changed: the run fails as the queries
+    would, with the same hint (agents are told to run `ragx index` when something is wrong)."""
+    path = _gen(corpus) / name
+    with open(path, "r+b") as fh:
+        fh.truncate(10)
+    code, _, err = call(capsys, "index", "--root", str(corpus))
+    errors = [line for line in err.splitlines() if line.startswith("ragx: error: ")]  # after the progress line
+    assert code == 2 and len(errors) == 1 and name in errors[0] and errors[0].endswith("run `ragx index --full`")
+    assert call(capsys, "index", "--root", str(corpus), "--full")[0] == 0
+    assert Corpus(corpus).query(QUERY)["results"]
 
 
 def test_an_incremental_run_never_builds_on_damaged_vectors(corpus):

@@ -19,7 +19,7 @@ from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
 from .snapshot import VECTORS_FORMAT, Snapshot
-from .verified import HNSW, RunChecks, checksums_remembered, has_postings
+from .verified import HNSW, RunChecks, checksums_remembered, has_postings, verify
 from .store import RunExtras, Store
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
@@ -107,6 +107,9 @@ def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> Non
     """An index built before community labels, file dates or fingerprints existed gets them on its next run."""
     manifest = store.manifest()
     folder, checksums = layout.gen(int(manifest["generation"])), manifest.get("checksums")
+    # Nothing to write, but no run reports success over a generation queries would refuse: its files
+    # are verified as a query verifies them (a stat each when unchanged since they were hashed).
+    verify(folder, checksums)
     store.backfill(layout.dir / TERMS_CACHE, lambda: git_dates(layout.root), lambda: Snapshot.chunk_files(folder, checksums))
     _fill_counts(store, report)
 
