@@ -79,7 +79,7 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
         results = _apply_time(results, opts)
         doc["time"] = opts.describe() | {"candidates": len(doc["results"]), "kept": len(results)}
         if doc["results"] and not results:  # the search found something; the dates ruled it all out
-            doc["time"]["reason"] = f"no result's file is dated {_range_words(opts)} - {len(doc['results'])} found before it"
+            doc["time"]["reason"] = f"no result's file is dated {_range_words(opts)} - {_found_words(doc['results'], opts)}"
         if isinstance(doc.get("params"), dict):
             doc["params"]["top"] = top  # the search was asked for every candidate; the user asked for `top`
     results = results[:top]
@@ -99,6 +99,15 @@ def _range_words(opts: TimeOptions) -> str:
     if since and until:
         return f"between {since} and {until}"
     return f"on or after {since}" if since else f"on or before {until}"
+
+
+def _found_words(results: list[dict[str, Any]], opts: TimeOptions) -> str:
+    """Where the results the dates ruled out lie: "3 found before it" (--since), "after it" (--until),
+    "outside it" (both); files without a date are counted apart ("1 undated")."""
+    undated = sum(r["_when"] is None for r in results)
+    side = "outside" if opts.since is not None and opts.until is not None else "before" if opts.since is not None else "after"
+    words = [f"{len(results) - undated} found {side} it"] if undated < len(results) else []
+    return ", ".join(words + ([f"{undated} undated"] if undated else []))
 
 
 def _apply_time(results: list[dict[str, Any]], opts: TimeOptions) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from cli_runner import call
 
-from ragx.index.dates import frontmatter_date, parse_date
+from ragx.index.dates import frontmatter_date, frontmatter_value, iso, parse_date
 
 BODY = "The harbour log: boats, tides, moorings and the keel of the old ketch were checked again."
 
@@ -74,8 +74,70 @@ def test_since_and_until_filter_by_file_date(repo, capsys):
     code, doc, _ = results(capsys, repo, "--since", "2030-01-01")
     assert code == 1 and doc["results"] == []
     assert doc["time"]["reason"] == f"no result's file is dated on or after 2030-01-01 - {doc['time']['candidates']} found before it"
+    code, doc, _ = results(capsys, repo, "--since", "2019-01-01", "--until", "2019-01-31")
+    n = doc["time"]["candidates"]
+    assert code == 1 and doc["time"]["reason"] == f"no result's file is dated between 2019-01-01 and 2019-01-31 - {n} found outside it"
     code, out, _ = call(capsys, "query", "harbour log boats tides keel", "--root", str(repo), "--since", "2019-01-01", "--until", "2019-01-31")
-    assert code == 1 and "no result's file is dated between 2019-01-01 and 2019-01-31" in out
+    assert code == 1 and f"no result's file is dated between 2019-01-01 and 2019-01-31 - {n} found outside it" in out
+
+
+def test_until_alone_says_the_results_lie_after_it(repo, capsys):
+    code, doc, _ = results(capsys, repo, "--until", "2000-01-01")
+    n = doc["time"]["candidates"]
+    assert code == 1 and doc["results"] == [] and n == 5
+    assert doc["time"]["reason"] == "no result's file is dated on or before 2000-01-01 - 5 found after it"
+    code, out, _ = call(capsys, "query", "harbour log boats tides keel", "--root", str(repo), "--until", "2000-01-01")
+    assert code == 1 and "no result's file is dated on or before 2000-01-01 - 5 found after it" in " ".join(out.split())
+    assert "before it" not in out
+
+
+def test_dendron_epoch_milliseconds_date_a_note_and_filter_it(tmp_path, capsys):
+    """Dendron writes `updated:`/`created:` as integer milliseconds since the epoch (UTC)."""
+    notes = {
+        "dendron.md": "---\nid: ChcCM1Q2qrDTy7YnLUHiL\ntitle: Harbour\ndesc: ''\nupdated: 1670254035385\ncreated: 1639113925844\n---\n\n",
+        "quoted.md": "---\nupdated: '1600000000000'\n---\n\n",  # 2020-09-13T12:26:40Z
+        "absurd.md": "---\nupdated: 99999999999999999\n---\n\n",  # past 9999 either way: unparseable, like `soon`
+    }
+    for name, head in notes.items():
+        (tmp_path / name).write_text(f"{head}# {name}\n\n{BODY} {name}\n", encoding="utf-8")
+        os.utime(tmp_path / name, (1_700_000_000, 1_700_000_000))  # 2023-11-14: what the mtime would say
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    _, doc, _ = results(capsys, tmp_path)
+    assert {r["file"]: (r["date"], r["date_source"]) for r in doc["results"]} == {
+        "dendron.md": ("2022-12-05T15:27:15Z", "frontmatter"),
+        "quoted.md": ("2020-09-13T12:26:40Z", "frontmatter"),
+        "absurd.md": ("2023-11-14T22:13:20Z", "mtime"),
+    }
+    _, doc, _ = results(capsys, tmp_path, "--since", "2022-12-05", "--until", "2022-12-05")
+    assert [r["file"] for r in doc["results"]] == ["dendron.md"]
+    _, doc, _ = results(capsys, tmp_path, "--since", "2022-12-06")
+    assert [r["file"] for r in doc["results"]] == ["absurd.md"]
+    _, doc, _ = results(capsys, tmp_path, "--until", "2022-12-04")
+    assert [r["file"] for r in doc["results"]] == ["quoted.md"]
+
+
+@pytest.mark.parametrize("edit_another", [False, True])
+def test_an_index_dated_under_older_rules_is_re_dated_on_its_next_run(tmp_path, capsys, edit_another):
+    """An index from before integer epoch dates (no `date_rules` in its manifest) had dated a Dendron
+    note by its mtime; its next run, with nothing changed or with another file edited, dates every file
+    under today's rules."""
+    import sqlite3
+
+    (tmp_path / "dendron.md").write_text(f"---\nupdated: 1670254035385\n---\n\n# Harbour\n\n{BODY}\n", encoding="utf-8")
+    (tmp_path / "other.md").write_text(f"# Other\n\n{BODY} other\n", encoding="utf-8")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    db = sqlite3.connect(tmp_path / ".ragx" / "index.sqlite")
+    with db:  # what the older rules had stored
+        db.execute("UPDATE file_dates SET date = 1700000000, source = 'mtime' WHERE path = 'dendron.md'")
+        db.execute("DELETE FROM manifest WHERE key = 'date_rules'")
+    db.close()
+    _, doc, _ = results(capsys, tmp_path)
+    assert {r["file"]: r["date_source"] for r in doc["results"]}["dendron.md"] == "mtime"
+    if edit_another:
+        (tmp_path / "other.md").write_text(f"# Other\n\n{BODY} other, edited\n", encoding="utf-8")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    _, doc, _ = results(capsys, tmp_path)
+    assert {r["file"]: (r["date"], r["date_source"]) for r in doc["results"]}["dendron.md"] == ("2022-12-05T15:27:15Z", "frontmatter")
 
 
 def test_recent_and_oldest_reorder_by_date(repo, capsys):
@@ -114,3 +176,20 @@ def test_date_parsing():
     assert frontmatter_date("---\ndate: 2021-01-02\n---\n") == parse_date("2021-01-02")
     assert frontmatter_date("no frontmatter\ndate: 2021-01-02") is None
     assert frontmatter_date("---\ndate: soon\n---\n") is None
+
+
+def test_epoch_frontmatter_dates():
+    dec_5 = parse_date("2022-12-05T15:27:15.385Z")
+    assert frontmatter_value("1670254035385") == frontmatter_value(1670254035385) == frontmatter_value("'1670254035385'") == dec_5
+    assert iso(dec_5) == "2022-12-05T15:27:15Z"
+    assert frontmatter_value("1670254035") == frontmatter_value(1670254035) == parse_date("2022-12-05T15:27:15Z")  # seconds
+    assert frontmatter_value("100000000") == frontmatter_value(10**11) == parse_date("1973-03-03T09:46:40Z")  # both cut-offs
+    assert frontmatter_value("2022120512345") == 2022120512.345  # milliseconds, not fromisoformat's 2022-12-05T23:45
+    assert frontmatter_value("20221205") == parse_date("2022-12-05")  # 8 digits: YYYYMMDD, as before
+    for absurd in ("2024", 2024, 99_999_999, "-1670254035385", -1670254035385, True, False, "true", 10**16, "9" * 30, "1.6e12", "16_700"):
+        assert frontmatter_value(absurd) is None, absurd
+    assert frontmatter_value(253402300799000) == parse_date("9999-12-31T23:59:59Z")  # the last second iso can print
+    assert frontmatter_value(253402300800000) is None
+    assert frontmatter_date("---\nupdated: 1670254035385\ncreated: 1639113925844\n---\n") == dec_5
+    assert frontmatter_date("---\ndate: '2020-07-25'\nupdated: 1670254035385\n---\n") == dec_5  # updated wins
+    assert frontmatter_date("---\nupdated: -5\ndate: 2021-01-02\n---\n") == parse_date("2021-01-02")  # unparseable: next key

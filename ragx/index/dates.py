@@ -2,7 +2,8 @@
 
 Sources, first that answers wins:
 1. `frontmatter`: `updated:` (else `date:`) in a leading `---` YAML block (read from the file's first
-   chunk, which holds it);
+   chunk, which holds it): an ISO date or date-time, or an integer epoch time (Dendron writes
+   `updated: 1670254035385`, milliseconds; see EPOCH_MS). A value that reads as neither is skipped;
 2. `git`: the last commit touching the file, from ONE `git log` over the corpus (no call per file);
 3. `mtime`: the modification time recorded at index time.
 """
@@ -18,6 +19,16 @@ FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z
 FRONTMATTER_KEYS = ("updated", "date")  # `updated` says when the content last changed: prefer it
 GIT_SECONDS = 30.0
 MARK = "\x01"  # starts each commit's line in the git log output; never in a path
+# An integer frontmatter date is an epoch time: from EPOCH_MS on milliseconds, from EPOCH_S on seconds.
+# Both are 1973-03-03 (10^11 ms = 10^8 s), so the ranges do not overlap (10^11 seconds would be the year
+# 5138). A smaller integer (a year such as `date: 2024`, a count) is no epoch time.
+EPOCH_MS = 10**11
+EPOCH_S = 10**8
+LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()  # what `iso` can print
+# The version of the rules above, kept in the manifest with the dates: raised whenever a file would now
+# be dated differently, so that an index dated under older rules re-dates every file once (2: integer
+# epoch times; an index without the key was dated by 1, ISO dates only).
+DATE_RULES = 2
 
 
 def parse_date(text: str) -> float | None:
@@ -35,13 +46,35 @@ def parse_date(text: str) -> float | None:
     return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
 
 
+def epoch_date(value: int) -> float | None:
+    """Seconds since the epoch of an integer epoch time: milliseconds from EPOCH_MS on, seconds from
+    EPOCH_S on; None when smaller, after 9999-12-31 or not an int (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    seconds = value / 1000 if value >= EPOCH_MS else float(value) if value >= EPOCH_S else None
+    return seconds if seconds is not None and seconds <= LAST_SECOND else None
+
+
+def frontmatter_value(value: str | int) -> float | None:
+    """Seconds since the epoch of a frontmatter date (its text, or the int YAML makes of it): 9 digits
+    or more are an epoch time (`epoch_date`), anything else an ISO date or date-time (`parse_date`,
+    which also reads YYYYMMDD); None when neither. Digits never go to `parse_date`: it would read some
+    13-digit millisecond values as a basic-format date-time (2022120512345 -> 2022-12-05T23:45)."""
+    if not isinstance(value, str):
+        return epoch_date(value)
+    text = value.strip().strip("'\"")
+    if text.isascii() and text.isdigit() and len(text) >= 9:
+        return epoch_date(int(text)) if len(text) <= 20 else None  # 20 digits are far past 9999 either way
+    return parse_date(text)
+
+
 def frontmatter_date(text: str) -> float | None:
     m = FRONTMATTER.match(text)
     if not m:
         return None
     fields = dict(re.findall(r"^([A-Za-z_]+)[ \t]*:[ \t]*(.*?)[ \t]*$", m.group(1), flags=re.M))
     for key in FRONTMATTER_KEYS:
-        if key in fields and (when := parse_date(fields[key])) is not None:
+        if key in fields and (when := frontmatter_value(fields[key])) is not None:
             return when
     return None
 

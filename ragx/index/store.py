@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
 
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
+from .dates import DATE_RULES
 from .fts_tokens import FTS_TOKENIZER
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -609,11 +610,12 @@ class Store:
                 self._write_labels(extras.terms_cache)
             else:
                 self._update_communities(change.removed, arrays.community_ids, arrays.community)
-            dated = None if change.full else [f.path for f, _ in change.files] + [f.path for f, _ in change.touched]
-            self._write_dates(extras.git_dates, dated)
+            every = change.full or self.dates_stale()
+            self._write_dates(extras.git_dates, None if every else [f.path for f, _ in change.files] + [f.path for f, _ in change.touched])
             Store.write_undecodable(db, change.undecodable)
             fingerprint = chunk_fingerprint(arrays.graph.ids, arrays.file_ids)  # what chunks.npz holds
-            Store.write_manifest(db, manifest | {"counts": self._counted(arrays), "chunk_fingerprint": fingerprint})
+            rules = {"date_rules": DATE_RULES} if every else {}
+            Store.write_manifest(db, manifest | {"counts": self._counted(arrays), "chunk_fingerprint": fingerprint} | rules)
 
     def _update_communities(self, removed: np.ndarray, ids: np.ndarray, numbers: np.ndarray) -> None:
         """An incremental run that did not run Leiden: drop deleted chunks' rows, write `ids`' communities,
@@ -747,6 +749,10 @@ class Store:
         has_files = self.db.execute("SELECT 1 FROM files LIMIT 1").fetchone()
         return bool(has_files) and not self.db.execute("SELECT 1 FROM file_dates LIMIT 1").fetchone()
 
+    def dates_stale(self) -> bool:
+        """Whether the files were dated under older date rules (ragx/index/dates.py DATE_RULES)."""
+        return int(self.manifest().get("date_rules", 1)) < DATE_RULES
+
     def _write_dates(self, from_git: dict[str, float], paths: list[str] | None = None) -> None:
         """Recompute indexed files' dates inside the caller's transaction (set-based reads): every
         file's, or only those of `paths` when nothing else can have changed (no git dates involved)."""
@@ -779,9 +785,10 @@ class Store:
         if self.labels_missing():
             with self.transaction():
                 self._write_labels(terms_cache)
-        if self.dates_missing():
-            with self.transaction():
+        if self.dates_missing() or self.dates_stale():
+            with self.transaction() as db:
                 self._write_dates(git_dates())
+                Store.write_manifest(db, {"date_rules": DATE_RULES})
 
     def file_info(self, paths: Sequence[str]) -> dict[str, tuple]:
         """path -> (size, mtime_ns, date, date source) as indexed; date and source None without a date."""
