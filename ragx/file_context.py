@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import UsageError
-from .index.dates import iso, parse_date
+from .index.dates import bare_day, iso, parse_date
 
 if TYPE_CHECKING:  # pragma: no cover
     from .index.store import Store
@@ -50,8 +50,8 @@ def time_options(since: str | None, until: str | None, recent: bool, oldest: boo
         raise UsageError("--recent and --oldest exclude each other")
     start = _date_arg("--since", since)
     end = _date_arg("--until", until)
-    if end is not None and until is not None and len(until.strip()) == 10:
-        end += DAY - 1e-3  # a bare day means up to the end of that day
+    if end is not None and until is not None and bare_day(until) is not None:
+        end += DAY - 1e-3  # a bare day means up to the end of that day, however it is written
     if start is not None and end is not None and start > end:
         raise UsageError("--since is after --until")
     return TimeOptions(start, end, "recent" if recent else "oldest" if oldest else None)

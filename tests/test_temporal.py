@@ -71,6 +71,8 @@ def test_since_and_until_filter_by_file_date(repo, capsys):
     assert doc["time"]["since"] == "2020-06-01T00:00:00Z" and doc["params"]["top"] == 10
     _, doc, _ = results(capsys, repo, "--since", "2020-01-01", "--until", "2021-06-15")
     assert {r["file"] for r in doc["results"]} == {"front.md", "untracked.md", "log-2021.md"}  # the whole last day counts
+    _, compact, _ = results(capsys, repo, "--since", "20200101", "--until", "20210615")  # however the day is written
+    assert {r["file"] for r in compact["results"]} == {r["file"] for r in doc["results"]} and compact["time"] == doc["time"]
     code, doc, _ = results(capsys, repo, "--since", "2030-01-01")
     assert code == 1 and doc["results"] == []
     assert doc["time"]["reason"] == f"no result's file is dated on or after 2030-01-01 - {doc['time']['candidates']} found before it"

@@ -31,15 +31,24 @@ LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp(
 DATE_RULES = 2
 
 
+def bare_day(text: str) -> date | None:
+    """The day `text` names when it is an ISO date without a time (2024-05-31, 20240531, 2024-W22-5),
+    else None: the one test of "a bare day" (its start when parsed, its end for --until)."""
+    try:
+        return date.fromisoformat(text.strip().strip("'\""))
+    except ValueError:
+        return None
+
+
 def parse_date(text: str) -> float | None:
     """Seconds since the epoch (UTC when no zone is given) of an ISO date or date-time, else None."""
     text = text.strip().strip("'\"")
     if not text:
         return None
+    day = bare_day(text)
+    if day is not None:
+        return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
     try:
-        if len(text) == 10:
-            d = date.fromisoformat(text)
-            return datetime(d.year, d.month, d.day, tzinfo=timezone.utc).timestamp()
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
