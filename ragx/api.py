@@ -313,6 +313,7 @@ class Corpus:
                     out["drift"] = _drift(diff)
                     out["drifted"] = _drifted(diff)
                     out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
+                    out["not_indexed"] = _not_indexed(diff)
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
@@ -334,6 +335,14 @@ def _normalise(p: Path) -> Path:
 def _drift(diff) -> dict[str, int]:
     counts = diff.counts()
     return {"new": counts["new"], "changed": counts["changed"], "deleted": counts["deleted"], "unreadable": len(diff.problems)}
+
+
+def _not_indexed(diff) -> dict[str, list[dict[str, str]]]:
+    """The files behind the `unreadable` and `skipped` counts, each with its reason."""
+    def rows(problems) -> list[dict[str, str]]:
+        return [{"path": p.path, "reason": p.reason} for p in sorted(problems, key=lambda p: p.path)]
+
+    return {"unreadable": rows(diff.problems), "skipped": rows(diff.skipped)}
 
 
 def _drifted(diff) -> dict[str, list[str]]:

@@ -67,6 +67,22 @@ def test_a_line_break_in_a_file_name_never_breaks_a_result_line(tmp_path, capsys
     assert "  new: tab\\tname.md" in out
 
 
+def test_status_names_the_files_it_cannot_index_and_why(tmp_path, capsys):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nrivers and boats\n")
+    (root / "latin1.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    (tmp_path / "outside.md").write_text("elsewhere\n")
+    (root / "out.md").symlink_to(tmp_path / "outside.md")  # a link leaving the root: never followed
+    assert call(capsys, "index", "--root", str(root))[0] == 0
+    code, out, _ = call(capsys, "status", "--root", str(root), "--json")
+    doc = json.loads(out)
+    assert doc["skipped"] == 1 and doc["not_indexed"]["skipped"] == [{"path": "latin1.md", "reason": "not valid UTF-8"}]
+    assert [row["path"] for row in doc["not_indexed"]["unreadable"]] == ["out.md"] and doc["drift"]["unreadable"] == 1
+    code, out, _ = call(capsys, "status", "--root", str(root))
+    assert "1 file skipped" in out and "  skipped: latin1.md (not valid UTF-8)" in out and "  unreadable: out.md (" in out
+
+
 def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
     code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
     assert code == 1 and json.loads(out)["indexed"] is False

@@ -10,7 +10,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, EXIT_ERROR
-from .app import JsonOpt, RootOpt, app, emit_json, one_line, say
+from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, say
 
 
 @app.command("status")
@@ -48,9 +48,10 @@ def status_command(
         if d["unreadable"]:
             line += f", {d['unreadable']} unreadable"
         if info.get("skipped"):
-            line += f"; {info['skipped']} files skipped (binary, too large or not UTF-8)"
+            line += f"; {counted(info['skipped'], 'file')} skipped (binary, too large or not UTF-8)"
         say(line)
         _print_drifted(info.get("drifted") or {})
+        _print_not_indexed(info.get("not_indexed") or {})
     raise typer.Exit(code)
 
 
@@ -64,3 +65,12 @@ def _print_drifted(drifted: dict) -> None:
             say(f"  {kind}: {one_line(path)}")
         if len(paths) > SHOWN_PATHS:
             say(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")
+
+
+def _print_not_indexed(not_indexed: dict) -> None:
+    for kind in ("unreadable", "skipped"):
+        rows = not_indexed.get(kind, [])
+        for row in rows[:SHOWN_PATHS]:
+            say(f"  {kind}: {one_line(row['path'])} ({row['reason']})")
+        if len(rows) > SHOWN_PATHS:
+            say(f"  ... {len(rows) - SHOWN_PATHS} more {kind} (see --json)")
