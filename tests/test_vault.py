@@ -12,6 +12,7 @@ from cli_runner import call
 from fakes import HashEmbedder, make_corpus
 
 from ragx.api import Corpus
+from ragx.cli.init_cmd import markdown_includes
 from ragx.config import load_settings
 from ragx.index.build import run_index
 from ragx.search.lexical import bm25_matches
@@ -160,6 +161,19 @@ def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys
         (code_dir / f"m{i}.py").write_text("x = 1\n", encoding="utf-8")
     code, _, err = call(capsys, "init", "--root", str(code_dir), "--yes")
     assert "mostly markdown" not in err and "*.md" not in (code_dir / "ragx.toml").read_text(encoding="utf-8")
+
+
+def test_init_keeps_the_code_of_a_project_whose_docs_outnumber_its_sources(tmp_path, capsys, fake_model):
+    for name in ("README.md", "AGENTS.md", "CLAUDE.md", "CHANGELOG.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nhow the tool works\n", encoding="utf-8")
+    (tmp_path / "tool.py").write_text("def main():\n    return 1\n", encoding="utf-8")
+    assert markdown_includes(tmp_path)  # by the share of markdown alone it would look like notes
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'tool'\n", encoding="utf-8")
+    code, _, err = call(capsys, "init", "--root", str(tmp_path), "--yes")
+    assert code in (0, None) and "a code project (pyproject.toml)" in err and "mostly markdown" not in err
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
+    assert json.loads(out)["files"] == 6  # the four notes, the code and the manifest
 
 
 def test_lab_pass_cache_keeps_link_pairs_so_link_weight_rescoring_matches(vault, tmp_path):

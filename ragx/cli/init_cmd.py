@@ -17,6 +17,12 @@ from ..ingest.filetypes import MARKDOWN, default_kind
 from .app import app, err
 
 MOSTLY = 0.6  # a folder whose default-type files are at least this share markdown is a notes vault
+# ... unless one of these stands at its root: a code project's README, AGENTS.md and docs can outnumber
+# its sources, and leaving the code out is the worse mistake (a vault that also builds a site gets its
+# code indexed too, which `index.include` can narrow).
+PROJECT_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "package.json", "Cargo.toml", "go.mod", "pom.xml",
+                     "build.gradle", "build.gradle.kts", "CMakeLists.txt", "Gemfile", "composer.json", "mix.exs",
+                     "deno.json", "Package.swift", "stack.yaml", "dune-project")
 
 QUESTIONS = (
     ("embeddings.engine", "Embedding engine (embedded = the bundled all-MiniLM-L6-v2, no server needed)"),
@@ -46,7 +52,10 @@ def init_command(
     if target.exists() and not force:
         raise UsageError(f"{target} already exists (use --force to overwrite)")
     defaults = load_settings(None, warn=False)
-    proposed = markdown_includes(folder)
+    manifest = next((name for name in PROJECT_MANIFESTS if (folder / name).is_file()), None)
+    proposed = markdown_includes(folder) if manifest is None else ()
+    if manifest is not None:
+        err.print(f"a code project ({manifest}): keeping the default includes (code and docs)")
     if proposed:
         err.print(f"mostly markdown: proposing index.include = {', '.join(proposed)} (notes only)")
         defaults = dataclasses.replace(defaults, index=dataclasses.replace(defaults.index, include=proposed))
