@@ -52,7 +52,8 @@ def dataset_config(cfg, name: str) -> Any:
         return cfg.dataset
     if "/" in name:
         folder = Path(name).expanduser().resolve()
-        if not (folder / "corpus.jsonl").is_file():
+        # a cluster worker (passes_from=shared) reads only the shared passes: it may not hold the folder
+        if cfg.get("passes_from", "index") != "shared" and not (folder / "corpus.jsonl").is_file():
             usage_error(f"lab: {name!r} is not a BEIR folder (no corpus.jsonl in it)")
         from omegaconf import OmegaConf
 
