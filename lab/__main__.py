@@ -148,13 +148,41 @@ def cmd_models(cfg, overrides) -> int:
 COMMANDS = {"models": cmd_models, "cache": cmd_cache, "sweep": cmd_sweep, "study": cmd_study, "promote": cmd_promote}
 
 
+def check_run_options(overrides: list[str]) -> None:
+    """worker=, trials=, study_trials= take whole numbers (worker from 0, the others from 1); report= true/false."""
+    from ragx.errors import UsageError
+
+    for name, low in (("worker", 0), ("trials", 1), ("study_trials", 1)):
+        value = option(overrides, name, str(low))
+        if not value.isdigit() or int(value) < low:
+            raise UsageError(f"{name}={value!r}: a whole number from {low} up")
+    if option(overrides, "report", "true") not in ("true", "false"):
+        raise UsageError(f"report={option(overrides, 'report', '')!r}: true or false")
+
+
 def main(argv: list[str]) -> int:
+    """The lab's one error boundary: bad input (a Hydra override or config that does not exist, a split
+    a dataset lacks, a run option that is not a number) is one line on stderr and exit 2."""
     if not argv or argv[0] not in COMMANDS:
         print(__doc__, file=sys.stderr)
         return 2
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ragx.errors import RagxError
+
     overrides = argv[1:]
-    cfg = compose(overrides)
-    return COMMANDS[argv[0]](cfg, overrides)
+    try:
+        check_run_options(overrides)
+        cfg = compose(overrides)
+        return COMMANDS[argv[0]](cfg, overrides)
+    except RagxError as exc:
+        print(f"lab: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (HydraException, OmegaConfBaseException) as exc:  # an override or config Hydra cannot read
+        message = " ".join(str(exc).split()).split(" Config search path:")[0]  # Hydra's search path: noise here
+        print(f"lab: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ registered before any config is read, by every command and by promotion alike.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -40,8 +41,12 @@ def compose(overrides: list[str]):
 
 def label(name: str) -> str:
     """What a dataset is called in study names, trial attributes and reports: a config's name, or a
-    BEIR folder's own name."""
-    return Path(name).name if "/" in name else name
+    BEIR folder's own name with a digest of its full path (two folders both called `notes` are two
+    datasets, never one study)."""
+    if "/" not in name:
+        return name
+    folder = Path(name).expanduser().resolve()
+    return f"{folder.name}-{hashlib.sha1(str(folder).encode()).hexdigest()[:8]}"
 
 
 def dataset_config(cfg, name: str) -> Any:
@@ -57,7 +62,7 @@ def dataset_config(cfg, name: str) -> Any:
             usage_error(f"lab: {name!r} is not a BEIR folder (no corpus.jsonl in it)")
         from omegaconf import OmegaConf
 
-        return OmegaConf.create({"name": folder.name, "data_dir": str(folder), "cache": None})
+        return OmegaConf.create({"name": label(name), "data_dir": str(folder), "cache": None})
     if not (REPO / "configs" / "dataset" / f"{name}.yaml").is_file():
         known = sorted(p.stem for p in (REPO / "configs" / "dataset").glob("*.yaml"))
         usage_error(f"lab: no dataset config {name!r} (configs/dataset/: {', '.join(known)})")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
 from ragx.config import DEFAULTS_PATH, load_settings
+from ragx.errors import UsageError
 from ragx.eval.report import git_commit
 from ragx.scoring.params import Params
 
@@ -116,7 +118,14 @@ def promote(cfg, repo: Path) -> int:
 
     from .sweep import storage_url, trial_params
 
-    study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root)))
+    heldout = list(cfg.promote.heldout or [])
+    if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
+        raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
+    storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root))
+    if cfg.promote.study_name not in optuna.study.get_all_study_names(storage):
+        raise UsageError(f"no study named {cfg.promote.study_name!r} in {cfg.optuna.storage or Path(cfg.cache_root) / 'optuna.db'}: "
+                         "run `python -m lab sweep` with the same overrides first")
+    study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage)
     best = study.best_trial
     old = current_defaults()
     build_name, candidate = trial_params(best.params, old)
@@ -132,11 +141,11 @@ def promote(cfg, repo: Path) -> int:
         return 1
     configs = {"current": spec_of(old, old, reranked), "candidate": spec_of(candidate, old, reranked), "hybrid": hybrid_spec(candidate)}
     metric, tol, alpha = cfg.promote.metric, float(cfg.promote.tolerance), float(cfg.promote.get("alpha", 0.05))
-    verdicts, lines, heldout = [], [], {}
-    for item in cfg.promote.heldout:
+    verdicts, lines, tested = [], [], {}
+    for item in heldout:
         doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate")
         means = doc["files"]["means"]
-        heldout[label(item["dataset"])] = means["candidate"][metric]
+        tested[label(item["dataset"])] = means["candidate"][metric]
         where = f"{label(item['dataset'])} {item['split']}"
         for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
             cur, new = means["current"][name], means["candidate"][name]
@@ -148,7 +157,7 @@ def promote(cfg, repo: Path) -> int:
             verdicts.append(not lost)
             lines.append(f"{where}: {metric} against {name} {-diff:+.4f} (p {p:.4f}{', a significant LOSS' if lost else ''})")
             print(lines[-1], flush=True)
-    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), heldout, metric)
+    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), tested, metric)
     for line in gaps:
         print(f"train/test gap: {line}", flush=True)
     if not all(verdicts):
@@ -163,9 +172,13 @@ def promote(cfg, repo: Path) -> int:
     ]
     write_defaults(candidate, provenance)
     print(f"wrote {DEFAULTS_PATH}")
-    for item in cfg.promote.heldout:
-        baseline = repo / "reports" / "baselines" / f"{item['dataset']}-{item['split']}.json"
-        if baseline.exists():  # evaluated afresh: Corpus.open reads the defaults just written
-            write_baseline_of(eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], None), baseline, repo / "reports")
-            print(f"updated {baseline}")
+    # Every regression baseline describes the old defaults now, held out here or not (CI gates on them).
+    for baseline in sorted((repo / "reports" / "baselines").glob("*.json")):
+        named = json.loads(baseline.read_text(encoding="utf-8"))
+        if not (repo / "configs" / "dataset" / f"{named['dataset']}.yaml").is_file():
+            print(f"not updated: {baseline} (no configs/dataset/{named['dataset']}.yaml to evaluate it with)")
+            continue
+        # evaluated afresh: Corpus.open reads the defaults just written
+        write_baseline_of(eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None), baseline, repo / "reports")
+        print(f"updated {baseline}")
     return 0

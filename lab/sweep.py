@@ -56,6 +56,23 @@ def pass_root(cfg) -> Path:
     return Path(cfg.get("pass_cache") or Path(cfg.cache_root) / "passes")
 
 
+def caps_of(cfg) -> PassCaps:
+    """The pass caps the config asks for, each a number of PassCaps' own type (a usage error otherwise)."""
+    from ragx.errors import UsageError
+
+    values = dict(cfg.caps)
+    for f in dataclasses.fields(PassCaps):
+        if f.name not in values:
+            continue
+        value, whole = values[f.name], f.type in (int, "int")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not isinstance(value, int)) or value < 0:
+            raise UsageError(f"caps.{f.name}={value!r}: a {'whole ' if whole else ''}number from 0 up")
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(PassCaps)})
+    if unknown:
+        raise UsageError(f"caps: unknown key(s) {', '.join(unknown)}")
+    return PassCaps(**values)
+
+
 def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
     """Per build: cached passes (built under a lock when no worker has yet), file paths and labels, of
     `dataset` (default: the run's `dataset`) at the run's split.
@@ -65,7 +82,7 @@ def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
     its `corpus` is then None."""
     dataset = cfg.dataset if dataset is None else dataset
     root = pass_root(cfg)
-    caps = PassCaps(**cfg.caps)
+    caps = caps_of(cfg)
     names = {b["name"]: f"{dataset.name}-{cfg.split}-{b['name']}" for b in cfg.sweep.builds}
     out: dict[str, dict[str, Any]] = {}
     if cfg.get("passes_from", "index") == "shared":

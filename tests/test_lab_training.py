@@ -40,20 +40,22 @@ def _overrides(tmp_path, data, name: str) -> list[str]:
 
 def test_a_sweep_over_two_training_sets_scores_their_mean_less_the_worst_drop(tmp_path, fake_model, isolated_rc, monkeypatch):
     from lab.__main__ import compose
+    from lab.configs import label
     from lab.sweep import live_eval_seconds, run
 
     monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
     first, second = _topic_set(tmp_path / "notes-a", 1), _topic_set(tmp_path / "notes-b", 2)
     cfg = compose(["sweep=weights", *_overrides(tmp_path, first, "notes-a"), f"train_sets=[notes-a,{second}]"])
-    assert cfg.optuna.study_name == "notes-a+notes-b-train-weights"
+    b_name = label(str(second))  # a folder's name and a digest of its path
+    assert b_name.startswith("notes-b-") and cfg.optuna.study_name == f"notes-a+{b_name}-train-weights"
     out = run(cfg, n_trials=16)
     refs = out["evaluate"].references
     for name, builds in out["sets"].items():  # each set's reference is what a live `ragx eval` of the defaults gives
         assert refs[name] == live_eval_seconds(builds["base"]["corpus"], builds["base"]["queries"], out["defaults"])[1]["nDCG@10"]
     trials = out["study"].trials
     for t in trials:
-        a, b = t.user_attrs["notes-a/nDCG@10"], t.user_attrs["notes-b/nDCG@10"]
-        worst = max(0.0, refs["notes-a"] - a, refs["notes-b"] - b)
+        a, b = t.user_attrs["notes-a/nDCG@10"], t.user_attrs[f"{b_name}/nDCG@10"]
+        worst = max(0.0, refs["notes-a"] - a, refs[b_name] - b)
         assert t.user_attrs["nDCG@10"] == pytest.approx((a + b) / 2)
         assert t.user_attrs["worst_drop"] == pytest.approx(worst)
         assert t.value == pytest.approx((a + b) / 2 - worst)
@@ -100,7 +102,7 @@ def test_promotion_refuses_a_winner_that_loses_significantly_and_writes_nothing(
     monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
     data = _topic_set(tmp_path / "notes", 4, splits=("train", "test"))
     cfg = compose([*_overrides(tmp_path, data, "notes"), "optuna.study_name=zero-weights",
-                   f"promote.heldout=[{{dataset:'{data}',split:test}}]"])
+                   "promote.heldout=[{dataset:notes,split:test}]"])
     study = optuna.create_study(study_name="zero-weights", storage=storage_url(cfg.optuna.storage, tmp_path / "cache"), direction="maximize")
     dense_only = {"lexical_n": 0, "lexical_weight": 0.0}
     distributions = {"lexical_n": optuna.distributions.IntDistribution(0, 100), "lexical_weight": optuna.distributions.FloatDistribution(0.0, 1.0)}
@@ -112,3 +114,39 @@ def test_promotion_refuses_a_winner_that_loses_significantly_and_writes_nothing(
     assert "against current" in out and "against hybrid" in out and out.count("a significant LOSS") == 2
     assert "train/test gap: notes: nDCG@10 train 0.9000 -> test" in out
     assert "refused" in out and DEFAULTS_PATH.read_bytes() == before
+
+
+def test_two_folders_of_one_name_are_two_datasets(tmp_path):
+    from lab.__main__ import compose
+    from lab.configs import train_sets
+
+    first, second = _topic_set(tmp_path / "x" / "notes", 5), _topic_set(tmp_path / "y" / "notes", 6)
+    names = [compose([f"train_sets=[{folder}]"]).optuna.study_name for folder in (first, second)]
+    assert names[0] != names[1] and all(n.startswith("notes-") for n in names)
+    assert len(train_sets(compose([f"train_sets=[{first},{second}]"]))) == 2
+
+
+@pytest.mark.parametrize("command, message", [
+    (["cache", "dataset=nosuch"], "Could not find 'dataset/nosuch'"),
+    (["sweep", "sweep=nosuch"], "Could not find 'sweep/nosuch'"),
+    (["sweep", "trials=abc"], "trials='abc': a whole number from 1 up"),
+    (["cache", "caps.dense_n=abc"], "caps.dense_n='abc'"),
+    (["promote", "promote.heldout=[]"], "promote.heldout must name at least one"),
+    (["promote", "optuna.study_name=never-swept"], "no study named 'never-swept'"),
+])
+def test_bad_lab_input_is_one_line_and_exit_2(tmp_path, capsys, command, message):
+    from lab.__main__ import main
+
+    assert main([*command, f"cache_root={tmp_path / 'cache'}"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("lab: error: ") and message in err
+
+
+def test_a_training_set_without_the_split_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    from lab.__main__ import main
+
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    data = _topic_set(tmp_path / "tested", 7, splits=("test",))
+    assert main(["cache", f"train_sets=[{data}]", "split=train", f"cache_root={tmp_path / 'cache'}"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no qrels for split train" in err
