@@ -380,3 +380,44 @@ def test_started_outside_any_corpus_in_root_or_home_it_refuses_to_scan(where, tm
             call_it()
     monkeypatch.chdir(tmp_path)
     assert Service(tmp_path).refusal is None  # an explicit --root is always served
+
+
+def test_a_search_answers_while_the_server_s_own_index_run_is_in_progress(indexed, monkeypatch):
+    """The index tool no longer holds the searcher's lock: a search during a (long) index run answers
+    from the committed generation at once, and the next search after it sees the new file."""
+    import threading
+
+    import fakes_registration  # noqa: F401 - the "test-hash" engine of the corpus's ragx.toml, in this process
+
+    from ragx.api import Corpus
+    from ragx.mcp.service import Service
+
+    service = Service(indexed)
+    assert service.search("telescope orbit")["results"]
+    started, release = threading.Event(), threading.Event()
+    real_index = Corpus.index
+
+    def slow_index(self, **kwargs):
+        started.set()
+        assert release.wait(30), "the test never released the index run"
+        return real_index(self, **kwargs)
+
+    monkeypatch.setattr(Corpus, "index", slow_index)
+    (indexed / "harbour.md").write_text("# Harbour\n\nkeel mast harbour tide anchor rope\n")
+    done: dict = {}
+    runner = threading.Thread(target=lambda: done.update(service.index()))
+    runner.start()
+    try:
+        assert started.wait(30)
+        answered = threading.Event()
+        found: dict = {}
+        searcher = threading.Thread(target=lambda: (found.update(service.search("keel mast harbour")), answered.set()))
+        searcher.start()
+        assert answered.wait(20), "a search waited for the index run"
+        assert "harbour.md" not in {r["file"] for r in found["results"]}  # the generation committed before the run
+    finally:
+        release.set()
+        runner.join(60)
+    assert done["new"] == 1
+    assert "harbour.md" in {r["file"] for r in service.search("keel mast harbour")["results"]}
+    service.close()

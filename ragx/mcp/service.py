@@ -6,8 +6,10 @@ the first call and re-opened only when what it was built from changes: `ragx.tom
 (settings), or the index database file itself (deleted and rebuilt by someone else). A config
 mistake is therefore reported on every call until it is fixed, and never kills the server.
 
-Calls that use the searcher or write the index run one at a time (one lock); `status` only takes
-the lock to pick the corpus, so it answers while an index run is in progress.
+Calls that use the searcher run one at a time (one lock). An `index` call writes through a Corpus of
+its own (sharing the warm embedder) under another lock, so searches go on, on the generation already
+committed, while it runs, as they do during a CLI `ragx index`; the searcher follows the new
+generation on its next call. `status` only takes the lock that picks the corpus.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class Service:
                 f"no corpus: ragx mcp was started in {self.root}, with no ragx.toml or .ragx/ at or above it; "
                 "pass --root DIR in the MCP server's configuration"
             )
-        self._lock = threading.Lock()  # searcher, embedder and index writes: one call at a time
+        self._lock = threading.Lock()  # the searcher: one call at a time
+        self._indexing = threading.Lock()  # this server's index runs: one at a time (a second waits)
         self._pick = threading.Lock()  # guards (re)opening the corpus
         self._corpus: Corpus | None = None
         self._stamps: tuple = ()
@@ -177,13 +180,25 @@ class Service:
     def index(self, path: str | None = None, *, progress: Progress | None = None) -> dict[str, Any]:
         if path is not None and not path.strip():
             raise UsageError("index path is empty (omit it to index the whole corpus)")
-        with self._lock:
-            corpus = self.corpus()
-            log.info("indexing %s%s", corpus.root, f" (only {path})" if path else "")
-            report = corpus.index(path=path, reporter=_LogReporter(progress))
+        with self._indexing:
+            writer = self._writer()
+            try:
+                log.info("indexing %s%s", writer.root, f" (only {path})" if path else "")
+                report = writer.index(path=path, reporter=_LogReporter(progress))
+            finally:
+                writer.close()
         payload = dataclasses.asdict(report)
         payload["chunks_per_second"] = report.chunks_per_second
         return schemas.document(schemas.INDEX, payload)
+
+    def _writer(self) -> Corpus:
+        """A Corpus for one index run: the server's settings and warm embedder, not its searcher (which
+        searches hold meanwhile). Ordinary engines are safe to call from two threads (the embedded
+        one loads under its own lock; an ONNX session runs concurrently)."""
+        from ..api import Corpus
+
+        warm = self.corpus(shared=False)  # never closes the searcher a search may be using
+        return Corpus(self.root, warm.settings).use_embedder(warm.embedder)
 
     def status(self) -> dict[str, Any]:
         return schemas.document(schemas.STATUS, self.corpus(shared=False).status(drift=True))
