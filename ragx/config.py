@@ -1,9 +1,11 @@
 """Typed settings, loaded and merged: built-in defaults.toml < <root>/ragx.toml < ~/.ragxrc.
 
 The dataclasses below are the schema (names and types), LIMITS beside them the allowed range of every
-number and ORDERED the keys that must keep an order; defaults.toml holds every value. A key that is not
-in the schema, a value of the wrong type or out of range, or a file that is not UTF-8 TOML, is a
-ConfigError naming the file and the key: one line, exit 2.
+number, CHOICES the allowed values of the strings that take one of a set, and ORDERED the keys that must
+keep an order; defaults.toml holds every value. A key that is not in the schema, a value of the wrong
+type, out of range or not one of its choices, or a file that is not UTF-8 TOML, is a ConfigError naming
+the file and the key: one line, exit 2. `ragx config set` checks the settings as they would load after
+its write (check_write) before writing anything.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import dataclasses
 import functools
 import math
 import os
+import re
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -171,6 +175,64 @@ LIMITS: dict[str, Limit] = {
 ORDERED: tuple[tuple[str, str], ...] = (("chunking.min_tokens", "chunking.target_tokens"),)
 
 
+def _engines() -> tuple[str, ...]:
+    # The registry's table of factories, with the engines registered at run time (register_engine). A
+    # light import: it loads no engine module, and numpy only lazily.
+    from .models.registry import available_engines
+
+    return tuple(available_engines())
+
+
+def _precisions() -> tuple[str, ...]:
+    from .models.quantize import PRECISIONS  # the embedded engine's (imports no onnxruntime, no numpy)
+
+    return tuple(PRECISIONS)
+
+
+#: torch's device types a user may name (sentence-transformers and the reranker pass the setting to torch).
+TORCH_DEVICES = ("cpu", "cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "ipu")
+
+
+@dataclass(frozen=True)
+class Choices:
+    """The allowed values of a string setting that takes one of a set.
+
+    `values` returns them from where the code that takes the value defines them, imported only when a
+    value is checked (never for the built-in defaults, which a test holds to their choices)."""
+
+    values: Callable[[], tuple[str, ...]]
+    empty: bool = False      # "" is allowed too (the library's own choice)
+    indexed: bool = False    # so is "<value>:<n>" (a torch device and its number: "cuda:1")
+    at_load: bool = True     # also checked when the settings are read, not only by `ragx config set`
+
+    def allows(self, value: str) -> bool:
+        if value == "" and self.empty:
+            return True
+        name = re.sub(r":\d+$", "", value) if self.indexed else value
+        return name in self.values()
+
+    def describe(self) -> str:
+        text = "one of " + ", ".join(repr(v) for v in self.values())
+        if self.indexed:
+            text += ", optionally with a device number (cuda:1)"
+        return f"'' (the library's own choice) or {text}" if self.empty else text
+
+
+_DEVICE = Choices(lambda: TORCH_DEVICES, empty=True, indexed=True)
+
+# Every string setting that takes one of a set of values: checked by `ragx config set` and at load.
+# embeddings.engine only by `ragx config set`: an engine registered at run time by a plugin or a test
+# (registry.register_engine) is not known to a process that did not register it, and such a process
+# (`ragx status`, `ragx config get`) must still read the corpus's ragx.toml; a command that embeds
+# refuses an unknown engine when it builds the embedder (registry.make_embedder, one line, exit 2).
+CHOICES: dict[str, Choices] = {
+    "embeddings.engine": Choices(_engines, at_load=False),
+    "embeddings.precision": Choices(_precisions),
+    "embeddings.device": _DEVICE,
+    "rerank.device": _DEVICE,
+}
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     """A schema class's field types, resolved once: get_type_hints evaluates every (postponed) annotation
@@ -223,18 +285,24 @@ def _typed(want: type, value: Any) -> tuple[bool, Any]:
     raise TypeError(f"unsupported settings type {want}")  # pragma: no cover - a schema the loader does not know
 
 
-def coerce(section: str, key: str, value: Any, origin: str) -> Any:
-    """Check a value against the schema (type, then range); ConfigError names `origin` and the key."""
+def coerce(section: str, key: str, value: Any, origin: str, *, choices: bool = True, loading: bool = False) -> Any:
+    """Check a value against the schema (type, then range, then its CHOICES); ConfigError names `origin`
+    and the key. `loading`: a file being read, not a value being set (only the CHOICES checked at load);
+    `choices=False`: no CHOICES at all (the built-in defaults)."""
     want = field_type(section, key, origin)
-    where = f"{origin}: {section}.{key}"
+    dotted = f"{section}.{key}"
+    where = f"{origin}: {dotted}"
     ok, typed = _typed(want, value)
     if not ok:
         if getattr(want, "__origin__", None) is tuple:
             raise ConfigError(f"{where} must be a list of strings, got {value!r}")
         raise ConfigError(f"{where} must be {want.__name__}, got {type(value).__name__} {value!r}")
-    limit = LIMITS.get(f"{section}.{key}")
+    limit = LIMITS.get(dotted)
     if limit is not None and not limit.allows(typed):
         raise ConfigError(f"{where} = {value!r} is out of range: it must be {limit.describe()}")
+    one_of = CHOICES.get(dotted) if choices else None
+    if one_of is not None and (one_of.at_load or not loading) and not one_of.allows(typed):
+        raise ConfigError(f"{where} = {value!r} is not allowed: it must be {one_of.describe()}")
     return typed
 
 
@@ -243,7 +311,7 @@ def parse_value(dotted: str, text: str) -> Any:
     section, key = split_key(dotted)
     want = field_type(section, key)
     if want is str:
-        return text
+        return coerce(section, key, text, "command line")  # its CHOICES, if it has some
     try:
         value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -273,6 +341,7 @@ def layer(doc: dict[str, Any], origin: str, problems: list[str] | None = None) -
 
     With `problems`, a bad entry is left out and its message collected instead of raised.
     """
+    user_file = origin != DEFAULTS_PATH.name  # the built-in defaults keep to CHOICES (a test holds it)
     flat: dict[tuple[str, str], Any] = {}
     for section, table in doc.items():
         try:
@@ -283,7 +352,7 @@ def layer(doc: dict[str, Any], origin: str, problems: list[str] | None = None) -
             continue
         for key, value in table.items():
             try:
-                flat[(section, key)] = coerce(section, key, value, origin)
+                flat[(section, key)] = coerce(section, key, value, origin, choices=user_file, loading=True)
             except ConfigError as exc:
                 _keep_or_raise(exc, problems)
     return flat
@@ -330,13 +399,20 @@ def _check_order(merged: dict[tuple[str, str], Any], sources: dict[str, str], pr
             _keep_or_raise(ConfigError(message), problems)
 
 
-def _layers(root: Path | None, problems: list[str] | None, warn: bool = True) -> list[tuple[str, dict[str, Any]]]:
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _layers(root: Path | None, problems: list[str] | None, warn: bool = True,
+            edited: tuple[Path, dict[str, Any]] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(origin, document) of each layer, lowest first. `edited`: (a file, the document to read in its place)."""
     paths = [DEFAULTS_PATH, *([root / PROJECT_FILE] if root is not None else []), rc_path()]
     out = []
     for path in paths:
         origin = DEFAULTS_PATH.name if path == DEFAULTS_PATH else str(path)
         try:
-            doc = read_toml(path)  # old [search] weight names read as the new ones, with a warning
+            doc = edited[1] if edited is not None and _same_file(path, edited[0]) else read_toml(path)
+            # old [search] weight names read as the new ones, with a warning
             out.append((origin, doc if path == DEFAULTS_PATH else renamed_keys(doc, origin, warn)))
         except ConfigError as exc:
             _keep_or_raise(exc, problems)
@@ -349,10 +425,31 @@ def load_settings(root: Path | None, *, warn: bool = True, problems: list[str] |
     Any bad file or entry raises ConfigError, unless `problems` is given (`ragx config get`, which must
     help fix them): then bad files and entries are skipped and their messages appended to it.
     """
+    return _load(root, warn=warn, problems=problems)
+
+
+def check_write(root: Path | None, path: Path, values: dict[str, Any]) -> Settings:
+    """The settings every command would load for `root` once `values` ({dotted key: value}) are written
+    into `path` (its ragx.toml, or the rc file), checked as a load checks them: each value's type, range
+    and choices, then the order of ORDERED across the merged layers. ConfigError, naming the file and
+    the conflict, when they fail; nothing is written either way."""
+    doc = {section: dict(table) if isinstance(table, dict) else table for section, table in read_toml(path).items()}
+    for dotted, value in values.items():
+        section, key = split_key(dotted)
+        value = list(value) if isinstance(value, tuple) else value
+        coerce(section, key, value, str(path))  # every CHOICES entry, the ones not checked at load too
+        table = doc.setdefault(section, {})
+        if isinstance(table, dict):  # else the load below names the file's `section = ...` that is no table
+            table[key] = value
+    return _load(root, warn=False, edited=(path, doc))
+
+
+def _load(root: Path | None, *, warn: bool = True, problems: list[str] | None = None,
+          edited: tuple[Path, dict[str, Any]] | None = None) -> Settings:
     rc = str(rc_path())
     merged: dict[tuple[str, str], Any] = {}
     sources: dict[str, str] = {}
-    for origin, doc in _layers(root, problems, warn):
+    for origin, doc in _layers(root, problems, warn, edited):
         for (section, key), value in layer(doc, origin, problems).items():
             dotted = f"{section}.{key}"
             previous = sources.get(dotted)
@@ -379,18 +476,40 @@ def get_value(settings: Settings, dotted: str) -> Any:
 
 
 def set_value(path: Path, dotted: str, value: Any) -> None:
-    """Write one key into a TOML file, keeping its comments and layout (tomlkit)."""
+    """Write one key into a TOML file, keeping its comments and layout (tomlkit); see set_values."""
+    set_values(path, {dotted: value})
+
+
+def set_values(path: Path, values: dict[str, Any]) -> None:
+    """Write keys ({dotted key: value}) into a TOML file in one step, keeping its comments and layout.
+
+    Atomic: the new text goes to a temporary file beside it, flushed to disk, then renamed over it, so a
+    reader sees the old file or the new one, never half of one. A symlink (a dotfiles ~/.ragxrc) is
+    followed: its target is rewritten, the link kept; the file keeps its permissions. The values are
+    not checked here: `check_write` does that first."""
     import tomlkit
 
-    section, key = split_key(dotted)
+    path = Path(os.path.realpath(path))
     read_toml(path)  # fail loud on a malformed file before touching it
     doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
-    if section not in doc:
-        doc[section] = tomlkit.table()
-    doc[section][key] = list(value) if isinstance(value, tuple) else value
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    os.replace(tmp, path)
+    for dotted, value in values.items():
+        section, key = split_key(dotted)
+        if section not in doc:
+            doc[section] = tomlkit.table()
+        doc[section][key] = list(value) if isinstance(value, tuple) else value
+    # A dot-file (never indexed), named for this process and call; created with the usual permissions.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as fh:
+            fh.write(tomlkit.dumps(doc))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def as_dict(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -91,3 +91,42 @@ def test_recommendation_follows_the_machine():
     assert discover.recommend([small, served, chat], {"ram_gb": 8, "cpus": 2})["id"] == small.id
     assert discover.recommend([small, served, chat], {"ram_gb": 32, "cpus": 16})["id"] == served.id
     assert discover.recommend([chat], {"ram_gb": 32, "cpus": 16}) is None
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--search", "/nonexistent/models"], ("--search /nonexistent/models", "no such folder")),
+        (["--url", "notaurl"], ("--url 'notaurl'", "http://host:port/v1")),
+        (["--url", "localhost:1234/v1"], ("http://host:port/v1",)),
+        (["--url", "http://localhost:port/v1"], ("http://host:port/v1",)),
+    ],
+)
+def test_a_search_folder_or_url_that_cannot_be_one_is_a_usage_error(tmp_path, capsys, args, words):
+    code, out, err = call(capsys, "models", *args, "--root", str(tmp_path))
+    assert code == 2 and out == "" and err.startswith("ragx: error: ") and err.count("\n") == 1, err
+    for w in words:
+        assert w in err
+    (tmp_path / "a-file").write_text("")
+    code, _, err = call(capsys, "models", "--search", str(tmp_path / "a-file"), "--root", str(tmp_path))
+    assert code == 2 and "not a folder" in err
+
+
+def test_use_of_the_model_already_in_use_changes_nothing(server, tmp_path, capsys):
+    (tmp_path / ".ragx").mkdir()
+    (tmp_path / ".ragx" / "index.sqlite").write_bytes(b"")  # an index exists
+    wanted = f"openai:text-embedding-nomic-embed-text-v1.5@{server}"
+    code, _, err = call(capsys, "models", "--url", server, "--use", wanted, "--root", str(tmp_path))
+    assert code == 0 and "index --full" in err, err
+    before = (tmp_path / "ragx.toml").read_bytes()
+    code, out, err = call(capsys, "models", "--url", server, "--use", wanted, "--root", str(tmp_path), "--json")
+    assert code == 0, err
+    assert "already in use" in err and "index --full" not in err
+    assert json.loads(out)["written"] == {"file": str(tmp_path / "ragx.toml"), "settings": {}, "already_in_use": True}
+    assert (tmp_path / "ragx.toml").read_bytes() == before
+
+
+def test_use_of_the_default_model_writes_no_ragx_toml(tmp_path, capsys):
+    code, _, err = call(capsys, "models", "--use", "embedded:all-MiniLM-L6-v2", "--root", str(tmp_path))
+    assert code == 0 and "already in use" in err, err
+    assert not (tmp_path / "ragx.toml").exists()

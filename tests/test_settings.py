@@ -236,3 +236,38 @@ def test_mcp_tools_say_the_same_line_as_the_cli():
 
     result = _answer("status", damaged)
     assert result.is_error and result.content[0].text == str(as_ragx_error(sqlite3.DatabaseError("database disk image is malformed")))
+
+
+# ---- settings that take one of a set of values --------------------------------------------------
+
+def test_the_defaults_keep_to_the_choices():
+    from ragx.config import CHOICES
+
+    s = load_settings(None)
+    for dotted, choices in CHOICES.items():
+        section, key = dotted.split(".")
+        assert choices.allows(getattr(getattr(s, section), key)), dotted
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('[embeddings]\nprecision = "int4"\n', ("embeddings.precision = 'int4'", "'fp32', 'int8'")),
+        ('[embeddings]\ndevice = "quantum"\n', ("embeddings.device = 'quantum'", "'cuda'")),
+        ('[rerank]\ndevice = "gpu0"\n', ("rerank.device = 'gpu0'", "'cuda'")),
+    ],
+)
+def test_a_value_outside_its_choices_is_refused_at_load_naming_file_and_key(tmp_path, capsys, text, words):
+    (tmp_path / "ragx.toml").write_text(text)
+    code, out, err = call(capsys, "status", "--root", str(tmp_path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and str(tmp_path / "ragx.toml") in err, err
+    for w in words:
+        assert w in err
+    code, out, err = call(capsys, "config", "get", "--root", str(tmp_path))  # still shows everything, exit 2
+    assert code == 2 and "ignored here" in err
+
+
+def test_devices_take_a_device_number_and_the_empty_default(tmp_path, capsys):
+    (tmp_path / "ragx.toml").write_text('[embeddings]\ndevice = "cuda:1"\n[rerank]\ndevice = ""\n')
+    code, _, err = call(capsys, "status", "--root", str(tmp_path))
+    assert code == 1, err  # not indexed; the settings load

@@ -4,14 +4,27 @@
 # string (compile + eval) on each start-up.
 
 import json
-from typing import Annotated, Optional
+import re
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from .. import schemas
-from ..config import PROJECT_FILE, as_dict, get_value, load_settings, parse_value, resolve_root, rc_path, set_value
-from ..errors import EXIT_ERROR
-from .app import JsonOpt, RootOpt, app, echo, emit_json, err
+from ..config import (
+    PROJECT_FILE,
+    as_dict,
+    check_write,
+    find_root,
+    get_value,
+    load_settings,
+    parse_value,
+    rc_path,
+    resolve_root,
+    set_value,
+)
+from ..errors import EXIT_ERROR, ConfigError
+from .app import JsonOpt, RootOpt, app, echo, emit_json, err, warn
 
 config_app = typer.Typer(help="Read or change settings (defaults < ragx.toml < ~/.ragxrc).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -52,15 +65,50 @@ def config_get(
         raise typer.Exit(EXIT_ERROR)
 
 
-@config_app.command("set")
+# A negative number: -0.2, -3, -.5, -1e-3, -inf, -nan (the last two are then refused by the range check).
+_NEGATIVE_NUMBER = re.compile(r"-(\d|\.\d|inf$|nan$)")
+
+
+class _NegativeNumberValue(TyperCommand):
+    """`ragx config set graph.min_sim -0.2`: click reads any word starting with '-' as an option ("No such
+    option: -0"). When a word is a negative number, words that are no option of this command are kept as
+    arguments instead (the command has no short options, so such a word can never be one)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: the click Context typer vendors
+        if any(_NEGATIVE_NUMBER.match(a) for a in args):
+            ctx.ignore_unknown_options = True
+        return super().parse_args(ctx, args)
+
+
+@config_app.command("set", cls=_NegativeNumberValue)
 def config_set(
     key: Annotated[str, typer.Argument(help="section.key")],
     value: Annotated[str, typer.Argument(help="New value (TOML syntax; strings may be bare).")],
     root: RootOpt = None,
     global_: Annotated[bool, typer.Option("--global", help="Write ~/.ragxrc (machine-level) instead of ragx.toml.")] = False,
 ) -> None:
-    """Set a value in the corpus's ragx.toml (or ~/.ragxrc with --global)."""
+    """Set a value in the corpus's ragx.toml (or ~/.ragxrc with --global).
+
+    Checks the value (type, range, allowed values), then the settings every command would read after the write
+    (chunking.min_tokens <= chunking.target_tokens); if they fail, nothing is written. VALUE may be negative (-0.2).
+    """
     parsed = parse_value(key, value)
-    target = rc_path() if global_ else resolve_root(root) / PROJECT_FILE
+    if global_:  # checked with the corpus here, if there is one (the rc file is read by every corpus)
+        corpus = resolve_root(root) if root is not None else find_root()
+        target = rc_path()
+    else:
+        corpus = resolve_root(root)
+        target = corpus / PROJECT_FILE
+    try:
+        after = check_write(corpus, target, {key: parsed})
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; nothing written") from None
     set_value(target, key, parsed)
-    err.print(f"{key} = {json.dumps(list(parsed) if isinstance(parsed, tuple) else parsed)} written to {target}")
+    err.print(f"{key} = {_shown(parsed)} written to {target}", markup=False)
+    source = after.sources.get(key)
+    if source != str(target):
+        warn(f"{source} sets {key} = {_shown(get_value(after, key))}, which overrides it here")
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(list(value) if isinstance(value, tuple) else value)

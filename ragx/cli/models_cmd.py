@@ -5,6 +5,7 @@
 
 from pathlib import Path
 from typing import Annotated, Optional
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -25,7 +26,8 @@ def models_command(
     """Embedding engines on this machine: the embedded model, model folders, local servers."""
     from ..models.discover import pick, survey
 
-    doc = survey(list(url or []), [Path(s).expanduser() for s in search or []])
+    urls = [_server_url(u) for u in url or []]
+    doc = survey(urls, [_search_folder(s) for s in search or []])
     chosen = None
     if use is not None:
         try:
@@ -50,15 +52,50 @@ def models_command(
         err.print("pick one with `ragx models --use ID`")
 
 
+def _server_url(text: str) -> str:
+    """An --url as given, or a usage error: it must be an OpenAI-compatible base URL (http://host:port/v1)."""
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is no number, a bracketed host that is no IPv6 address
+        ok = False
+    if not ok:
+        raise UsageError(f"--url {text!r} is not a server URL: give its OpenAI-compatible base URL, "
+                         "http://host:port/v1 (e.g. http://localhost:1234/v1)")
+    return text
+
+
+def _search_folder(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"--search {text}: {'not a folder' if path.exists() else 'no such folder'}")
+    return path
+
+
 def _write_choice(root: Optional[str], chosen: dict) -> dict:
-    from ..config import PROJECT_FILE, resolve_root, set_value
+    """Write the candidate's settings into ragx.toml, checked like `ragx config set` (nothing written if the
+    settings would not load), unless they are the ones in use already."""
+    from ..config import PROJECT_FILE, check_write, get_value, load_settings, resolve_root, set_values
+    from ..errors import ConfigError
     from ..index.layout import Layout
 
     folder = resolve_root(root)
     target = folder / PROJECT_FILE
-    for key, value in chosen["settings"].items():
-        set_value(target, key, value)
-    err.print(f"wrote {', '.join(f'{k} = {v}' for k, v in chosen['settings'].items())} into {target}")
-    if Layout(folder).exists():
+    wanted = chosen["settings"]
+    before = load_settings(folder, warn=False)
+    if all(get_value(before, key) == value for key, value in wanted.items()):
+        err.print(f"{chosen['id']} is already in use: nothing changed", markup=False)
+        return {"file": str(target), "settings": {}, "already_in_use": True}
+    try:
+        after = check_write(folder, target, wanted)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; nothing written") from None
+    set_values(target, wanted)
+    err.print(f"wrote {', '.join(f'{k} = {v}' for k, v in wanted.items())} into {target}", markup=False)
+    overridden = {key: after.sources.get(key) for key, value in wanted.items() if get_value(after, key) != value}
+    for key, source in overridden.items():
+        warn(f"{source} sets {key} = {get_value(after, key)!r}, which overrides it here")
+    changed = any(get_value(after, key) != get_value(before, key) for key in wanted)
+    if changed and Layout(folder).exists():
         warn("the index was built with the previous model: the next run must be `ragx index --full`")
-    return {"file": str(target), "settings": chosen["settings"]}
+    return {"file": str(target), "settings": wanted}
