@@ -79,8 +79,10 @@ def _write_if_changed(path: Path, content: str) -> bool:
     return True
 
 
-def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) -> Materialised:
-    data_dir, out_dir = Path(data_dir), Path(out_dir)
+def check_collection(data_dir: Path, splits: list[str] | None = None) -> list[str]:
+    """A BEIR folder's layout, checked without reading it (a folder, corpus.jsonl, queries.jsonl, qrels
+    for each split asked for): the splits to materialise (all it has when `splits` is None)."""
+    data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise UsageError(f"{data_dir} is not a folder")
     available = splits_of(data_dir)
@@ -88,9 +90,23 @@ def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) 
     unknown = sorted(set(splits) - set(available))
     if unknown:
         raise UsageError(f"{data_dir} has no qrels for split {unknown[0]} (has: {', '.join(available) or 'none'})")
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if not (data_dir / name).is_file():
+            raise UsageError(f"{data_dir / name} not found: not a BEIR-layout folder")
+    return splits
+
+
+def corpus_dir_of(out_dir: Path) -> Path:
+    """Where `materialise(..., out_dir)` writes the documents: the corpus root that gets indexed."""
+    return Path(out_dir) / "corpus"
+
+
+def materialise(data_dir: Path, out_dir: Path, splits: list[str] | None = None) -> Materialised:
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    splits = check_collection(data_dir, splits)
 
     docs = read_jsonl(data_dir / "corpus.jsonl")
-    corpus_dir = out_dir / "corpus"
+    corpus_dir = corpus_dir_of(out_dir)
     corpus_dir.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
     written = 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scoring.candidates import shared_bm25
+from ..errors import UsageError
+from ..index.lexicon import B, K1
 from ..search.candidates import Candidates, PassCaps
 from ..search.params import Params
 from .presets import BUDGET_SOURCE, EvalConfig
@@ -37,6 +38,46 @@ def bound(cfg: EvalConfig) -> int | None:
     return most_admitted(cfg.source)
 
 
+def pass_groups(configs: list[EvalConfig]) -> dict[bool, list[EvalConfig]]:
+    """The pipeline configurations by retrieval pass: with and without query expansion (expansion adds
+    dense legs, so they need different passes). The reference BM25 needs no pass."""
+    groups: dict[bool, list[EvalConfig]] = {}
+    for cfg in configs:
+        if not cfg.is_reference_bm25:
+            groups.setdefault(cfg.expand, []).append(cfg)
+    return groups
+
+
+def scores_bm25(p: Params) -> bool:
+    """Whether scoring `p` reads the pass's BM25 (its seeds or its lexical signal), so its k1 and b matter."""
+    return p.lexical_n > 0 or p.lexical_weight > 0
+
+
+def bm25_of_pass(configs: list[EvalConfig]) -> dict[str, float]:
+    """The one (k1, b) with which a pass serves `configs`: every Params of theirs that scores BM25
+    (each configuration's own and its budget source's) must agree, since a pass scores BM25 once.
+    A UsageError naming the configurations of each setting otherwise."""
+    found: dict[tuple[float, float], list[str]] = {}
+    for cfg in configs:
+        for p in (cfg.params, source_params(cfg)):
+            if p is not None and scores_bm25(p):
+                names = found.setdefault((p.bm25_k1, p.bm25_b), [])
+                if cfg.name not in names:
+                    names.append(cfg.name)
+    if len(found) > 1:
+        settings = "; ".join(f"k1={k1:g}, b={b:g}: {', '.join(names)}" for (k1, b), names in found.items())
+        raise UsageError("configs of one run must share bm25_k1/bm25_b: one retrieval pass scores BM25 once; "
+                         f"run `ragx eval` once per setting ({settings})")
+    k1, b = next(iter(found)) if found else (K1, B)
+    return {"bm25_k1": k1, "bm25_b": b}
+
+
+def check_passes(configs: list[EvalConfig]) -> None:
+    """Refuse, before any work, configurations that no single pass per group can serve."""
+    for group in pass_groups(configs).values():
+        bm25_of_pass(group)
+
+
 def pass_caps(configs: list[EvalConfig]) -> PassCaps:
     """One pass wide enough for every configuration, its budget, and the budget's source."""
     needs: list[Params] = []
@@ -53,7 +94,7 @@ def pass_caps(configs: list[EvalConfig]) -> PassCaps:
         lexical_n=max(p.lexical_n for p in needs),
         hops=max(p.hops for p in needs),
         query_floor=min(p.query_floor for p in needs),
-        **shared_bm25(needs),
+        **bm25_of_pass(configs),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from .metrics import METRIC_NAMES
 
 
-def train_gap(corpus, train_queries: Path, specs: list[str] | None, test_doc: dict[str, Any], progress=None) -> dict[str, Any]:
+def train_gap(corpus, train_queries: Path, specs: list | None, test_doc: dict[str, Any], progress=None) -> dict[str, Any]:
     """The train split's means for every configuration of `test_doc`, and train − test per metric."""
     train = corpus.evaluate(train_queries, specs, progress=progress)
     test_means, train_means = test_doc["files"]["means"], train["files"]["means"]

@@ -2,12 +2,15 @@
 
 A baseline file holds `{"dataset", "split", "tolerance", "metrics": {config: {metric: value}}}` (and, from
 ragx.eval.v2 on, "candidates": {config: mean candidates per query}, informational; older files read the same).
-The gate fails when any recorded metric drops by more than the tolerance (absolute).
+The gate fails when any recorded metric drops by more than the tolerance (absolute). A baseline of
+another dataset or split, or one recording configurations the run does not have, is refused before the
+run (`check_matches`): an input mismatch, not a regression.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,15 +28,53 @@ class GateResult:
 
 
 def read_baseline(path: Path) -> dict[str, Any]:
+    """A baseline file, its shape checked: a metrics table of finite numbers, a finite tolerance >= 0."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"baseline {path} not found (record one with --write-baseline)") from None
+    except IsADirectoryError:
+        raise UsageError(f"baseline {path} is a folder, not a baseline file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"baseline {path} is not valid UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"baseline {path}: malformed JSON ({exc.msg})") from None
-    if not isinstance(doc.get("metrics"), dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
         raise UsageError(f"baseline {path} has no \"metrics\" table")
+    for config, metrics in doc["metrics"].items():
+        if not isinstance(metrics, dict) or not all(_number(v) for v in metrics.values()):
+            raise UsageError(f"baseline {path}: metrics of {config!r} must be an object of finite numbers")
+    if "tolerance" in doc and not (_number(doc["tolerance"]) and doc["tolerance"] >= 0):
+        raise UsageError(f"baseline {path}: tolerance must be a finite number >= 0, got {json.dumps(doc['tolerance'])}")
     return doc
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_tolerance(tolerance: float | None) -> None:
+    """`--tolerance`: a finite number >= 0 (an absolute drop in a metric), else a UsageError."""
+    if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
+        raise UsageError(f"--tolerance is an absolute drop in a metric: a finite number >= 0, got {tolerance}")
+
+
+def check_matches(baseline: dict[str, Any], path: Path, dataset: str, split: str | None, configs: list[str],
+                  metrics: tuple[str, ...]) -> None:
+    """Refuse a baseline that is not about this run: another dataset or split, or configurations (or
+    metrics) the run does not measure. Either is an input mismatch (exit 2), not a regression (exit 1)."""
+    theirs = (baseline.get("dataset"), baseline.get("split"))
+    if any(b is not None and b != ours for b, ours in zip(theirs, (dataset, split))):
+        raise UsageError(f"--gate {path} is the baseline of dataset {theirs[0]!r} split {theirs[1]!r}, "
+                         f"but this run evaluates dataset {dataset!r} split {split!r}")
+    missing = [c for c in baseline["metrics"] if c not in configs]
+    if missing:
+        raise UsageError(f"--gate {path}: baseline configuration(s) {', '.join(missing)} are not in this run "
+                         f"({', '.join(configs)}); add them with -c, or record a new baseline with --write-baseline")
+    unknown = sorted({m for ms in baseline["metrics"].values() for m in ms} - set(metrics))
+    if unknown:
+        raise UsageError(f"--gate {path}: baseline metric(s) {', '.join(unknown)} are not measured by ragx eval "
+                         f"({', '.join(metrics)})")
 
 
 def check(baseline: dict[str, Any], means: dict[str, dict[str, float]], tolerance: float | None = None) -> GateResult:

@@ -9,13 +9,26 @@ from typing import Any
 from .metrics import METRIC_NAMES
 
 
+NEEDS_MATPLOTLIB = '--report plots need matplotlib: pip install "ragx[report]"'
+
+
+def require() -> None:
+    """Refuse `--report` up front, before a run whose report could not be drawn."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        from ..errors import UsageError
+
+        raise UsageError(NEEDS_MATPLOTLIB)
+
+
 def _pyplot():
     try:
         import matplotlib
     except ImportError:  # the light install has no plotting library
         from ..errors import UsageError
 
-        raise UsageError('--report plots need matplotlib: pip install "ragx[report]"') from None
+        raise UsageError(NEEDS_MATPLOTLIB) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -10,15 +10,21 @@ and a candidate budget: how many chunks it may score per query.
 
 `bm25-ref` is not a ragx pipeline: the field's reference BM25 (bm25s, Lucene variant) ranking the
 same files directly, so ragx's own lexical leg is checked against it (overrides: k1, b).
+
+Every Params override is checked as `ragx config set` checks the setting (ragx/config.py: its type and
+LIMITS range), so `-c x=hybrid,file_chunks=0` is refused before anything runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import tomllib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import UsageError
+from ..config import LIMITS, Limit, coerce
+from ..errors import ConfigError, UsageError
 from ..search.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
@@ -55,6 +61,13 @@ class ReferenceBM25:
     b: float = 0.4
 
 
+# bm25-ref's overrides: k1 > 0 (up to [search] bm25_k1's bound), b in [0, 1] as [search] bm25_b.
+REFERENCE_LIMITS: dict[str, Limit] = {
+    "k1": Limit(0, LIMITS["search.bm25_k1"].high, low_open=True),
+    "b": LIMITS["search.bm25_b"],
+}
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     name: str
@@ -79,27 +92,34 @@ class EvalConfig:
 
 
 def parse_config(spec: str, defaults: Params) -> EvalConfig:
-    """`graph`, or `name=graph,hops=3,decay=0.7` (the preset first, then overrides)."""
-    name, eq, rest = spec.partition("=")
-    parts = [x.strip() for x in (rest if eq else name).split(",") if x.strip()]
-    preset, overrides = parts[0] if parts else "", parts[1:]
-    name = name.strip() if eq else preset
+    """`graph`, `graph,hops=3`, or `name=graph,hops=3,decay=0.7` (the preset first, then overrides).
+
+    Every override is checked as `ragx config set` checks the setting (its type and its range in
+    ragx/config.py LIMITS); a bad one is a UsageError naming the spec."""
+    head, _, tail = spec.partition(",")
+    name, eq, preset = (x.strip() for x in head.partition("="))
+    if not eq:  # no name: the preset names the configuration
+        preset = name
+    overrides = [x.strip() for x in tail.split(",") if x.strip()]
+    if not name:
+        raise UsageError(f"--config {spec!r}: a configuration needs a name (name=preset,key=value,...)")
     if preset == REFERENCE_BM25:
-        fields: dict[str, type] = {"k1": float, "b": float}
-        return EvalConfig(name, preset, defaults, expand=False, bm25=ReferenceBM25(**_numbers(spec, overrides, fields, list(fields))))
+        values = {key: _reference_number(spec, key, value) for key, value in _pairs(spec, overrides, REFERENCE_LIMITS)}
+        return EvalConfig(name, preset, defaults, expand=False, bm25=ReferenceBM25(**values))
     if preset not in PRESETS:
         raise UsageError(f"--config {spec!r}: unknown preset {preset!r} (presets: {', '.join([*PRESETS, REFERENCE_BM25])})")
     budget: int | str | None = DEFAULT_BUDGET.get(preset)
-    rest_items = []
-    for item in overrides:
-        key, _, value = item.partition("=")
-        if key.strip() == "budget":
-            budget = _budget(spec, value.strip())
+    changes: dict[str, int | float] = {}
+    fields = [f.name for f in dataclasses.fields(Params)]
+    for key, value in _pairs(spec, overrides, [*fields, "budget"]):
+        if key == "budget":
+            budget = _budget(spec, value)
         else:
-            rest_items.append(item)
-    fields = {f.name: (int if f.type in (int, "int") else float) for f in dataclasses.fields(Params)}
-    params = PRESETS[preset](defaults).replace(**_numbers(spec, rest_items, fields, [*fields, "budget"]))
-    source = PRESETS[BUDGET_SOURCE](defaults) if budget == BUDGET_SOURCE else None
+            changes[key] = _setting(spec, key, value)
+    params = PRESETS[preset](defaults).replace(**changes)
+    # The budget source scores BM25 as the configuration itself does: one pass serves both.
+    source = (PRESETS[BUDGET_SOURCE](defaults).replace(bm25_k1=params.bm25_k1, bm25_b=params.bm25_b)
+              if budget == BUDGET_SOURCE else None)
     return EvalConfig(name, preset, params, expand=(preset == "full"), budget=budget, source=source)
 
 
@@ -113,14 +133,44 @@ def _budget(spec: str, value: str) -> int | str | None:
     raise UsageError(f"--config {spec!r}: budget is a positive number, {BUDGET_SOURCE!r} or 'own', got {value!r}")
 
 
-def _numbers(spec: str, items: list[str], fields: dict[str, type], known: list[str]) -> dict[str, int | float]:
-    out: dict[str, int | float] = {}
+def _pairs(spec: str, items: list[str], known) -> list[tuple[str, str]]:
+    """`key=value` items as (key, value), every key one of `known`."""
+    out = []
     for item in items:
         key, _, value = (x.strip() for x in item.partition("="))
-        if key not in fields:
+        if key not in known:
             raise UsageError(f"--config {spec!r}: unknown parameter {key!r} (known: {', '.join(known)})")
-        try:
-            out[key] = fields[key](value)
-        except ValueError:
-            raise UsageError(f"--config {spec!r}: {key} needs a number, got {value!r}") from None
+        out.append((key, value))
     return out
+
+
+def _toml_number(spec: str, key: str, text: str) -> object:
+    """`text` read as `ragx config set` reads a value (TOML), one value and nothing else."""
+    try:
+        doc = tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        doc = {}
+    if set(doc) != {"v"}:
+        raise UsageError(f"--config {spec!r}: {key} needs a number, got {text!r}")
+    return doc["v"]
+
+
+def _setting(spec: str, key: str, text: str) -> int | float:
+    """A Params override, checked exactly as `ragx config set search.KEY` checks it (type, then range)."""
+    try:
+        value = coerce("search", key, _toml_number(spec, key, text), f"--config {spec!r}")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if not math.isfinite(value):  # every [search] number has finite limits; this holds should one lose them
+        raise UsageError(f"--config {spec!r}: {key} must be a finite number, got {text!r}")
+    return value
+
+
+def _reference_number(spec: str, key: str, text: str) -> float:
+    value = _toml_number(spec, key, text)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"--config {spec!r}: {key} needs a number, got {text!r}")
+    limit = REFERENCE_LIMITS[key]
+    if not math.isfinite(value) or not limit.allows(value):
+        raise UsageError(f"--config {spec!r}: {key} = {text} is out of range: it must be {limit.describe()}")
+    return float(value)

@@ -113,7 +113,13 @@ def summary_rows(docs: list[dict[str, Any]], metric: str) -> list[list[str]]:
 
 def markdown_table(head: list[str], rows: list[list[str]]) -> str:
     rule = "|---|" + "---:|" * (len(head) - 1)
-    return "\n".join(["| " + " | ".join(head) + " |", rule, *("| " + " | ".join(r) + " |" for r in rows)])
+    return "\n".join([_markdown_row(head), rule, *(_markdown_row(r) for r in rows)])
+
+
+def _markdown_row(cells: list[str]) -> str:
+    """One table row; a `|` inside a cell (a configuration or query type may hold one) is escaped, so
+    it stays in its cell instead of starting another."""
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def git_commit(cwd: Path | None = None) -> str:

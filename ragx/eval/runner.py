@@ -102,9 +102,7 @@ def run_eval(
     started = time.perf_counter()
     pipelines = [c for c in configs if not c.is_reference_bm25]
     # Configurations with and without query expansion need different passes (expansion adds dense legs).
-    groups: dict[bool, list[EvalConfig]] = {}
-    for cfg in pipelines:
-        groups.setdefault(cfg.expand, []).append(cfg)
+    groups = budget.pass_groups(configs)
     caps = {flag: wide_caps(group) for flag, group in groups.items()}
     result = EvalResult(configs, candidates={c.name: {} for c in configs}, files_ranked={c.name: {} for c in configs})
     runs = _Runs({c.name: {} for c in configs}, {c.name: {} for c in pipelines})

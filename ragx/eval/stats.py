@@ -58,9 +58,14 @@ def paired(config: np.ndarray, reference: np.ndarray) -> Comparison:
     d = x - y
     wins, losses = int(np.sum(d > TIE)), int(np.sum(d < -TIE))
     ties = len(d) - wins - losses
-    test = stats.permutation_test((x, y), _mean_diff, permutation_type="samples", vectorized=True,
-                                  n_resamples=RESAMPLES, alternative="two-sided", rng=np.random.default_rng(SEED))
-    p = float(min(1.0, test.pvalue))
+    if len(d) == 1:
+        # One query: its two sign flips, d and -d, are equally extreme, so the exact two-sided p is 1
+        # (scipy's test refuses a single observation).
+        p = 1.0
+    else:
+        test = stats.permutation_test((x, y), _mean_diff, permutation_type="samples", vectorized=True,
+                                      n_resamples=RESAMPLES, alternative="two-sided", rng=np.random.default_rng(SEED))
+        p = float(min(1.0, test.pvalue))
     if np.ptp(d) <= TIE:
         # Every query differs by the same amount (typically 0): the bootstrap distribution is a single
         # point and scipy's BCa interval is undefined; the interval is that point.

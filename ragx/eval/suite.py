@@ -13,9 +13,28 @@ from .compare import add_comparisons
 from .metrics import METRIC_NAMES
 
 
-def evaluate_dataset(corpus, queries: Path | list, specs: list[str] | None, reference: str | None, meta: dict[str, Any],
+def parse_configs(specs: list[str] | None, defaults, reference: str | None) -> list:
+    """The run's configurations (`--config` specs, else the default set) over `defaults` (a corpus's
+    [search] Params), checked as a whole before any work: unique names, `--reference` among them, and
+    one BM25 setting per retrieval pass. A UsageError otherwise."""
+    from .budget import check_passes
+    from .compare import pick_reference
+    from .presets import DEFAULT_CONFIGS, parse_config
+
+    configs = [parse_config(s, defaults) for s in (specs or DEFAULT_CONFIGS)]
+    names = [c.name for c in configs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--config names must be unique: {', '.join(twice)} given more than once")
+    pick_reference(names, reference)
+    check_passes(configs)
+    return configs
+
+
+def evaluate_dataset(corpus, queries: Path | list, specs: list | None, reference: str | None, meta: dict[str, Any],
                      progress=None) -> dict[str, Any]:
-    """Corpus.evaluate, then the paired tests against the reference (timed separately)."""
+    """Corpus.evaluate, then the paired tests against the reference (timed separately). `specs` are
+    `--config` specs or parsed configurations (`parse_configs`), None for the default set."""
     from .kinds import by_kind
     from .queries import load_queries
 
