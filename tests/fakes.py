@@ -82,6 +82,7 @@ def make_indexed_corpus(root: Path) -> Path:
     from ragx.config import load_settings
     from ragx.index.build import run_index
 
+    root.mkdir(parents=True, exist_ok=True)
     make_corpus(root)
     run_index(root, load_settings(root), HashEmbedder())
     return root

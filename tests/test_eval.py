@@ -6,14 +6,13 @@ import json
 
 import pytest
 from cli_runner import call
-from fakes import HashEmbedder, make_corpus
+from fakes import make_indexed_corpus
 
 from ragx.config import load_settings
 from ragx.errors import UsageError
 from ragx.eval.gate import check
 from ragx.eval.presets import parse_config
 from ragx.eval.queries import load_queries
-from ragx.index.build import run_index
 
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
@@ -21,10 +20,7 @@ pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder
 
 @pytest.fixture
 def corpus(tmp_path):
-    root = tmp_path / "corpus"
-    root.mkdir()
-    make_corpus(root)
-    run_index(root, load_settings(root), HashEmbedder())
+    root = make_indexed_corpus(tmp_path / "corpus")
     q = tmp_path / "queries.jsonl"
     q.write_text(
         "\n".join(

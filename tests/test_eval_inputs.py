@@ -9,10 +9,8 @@ import random
 
 import pytest
 from cli_runner import call
-from fakes import TOPICS, HashEmbedder, beir_folder, make_corpus
+from fakes import TOPICS, beir_folder, make_indexed_corpus
 
-from ragx.config import load_settings
-from ragx.index.build import run_index
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
@@ -35,10 +33,7 @@ def collection(tmp_path, name: str, seed: int = 5, topics=("astronomy", "cooking
 
 @pytest.fixture
 def corpus(tmp_path):
-    root = tmp_path / "corpus"
-    root.mkdir()
-    make_corpus(root)
-    run_index(root, load_settings(root), HashEmbedder())
+    root = make_indexed_corpus(tmp_path / "corpus")
     q = tmp_path / "queries.jsonl"
     rows = [{"id": "a", "query": "telescope comet orbit", "relevant_files": ["astronomy-1.md", "astronomy-2.md"]},
             {"id": "b", "query": "dough yeast bread", "relevance": {"cooking-0.md": 2, "cooking-3.md": 1}}]
