@@ -40,6 +40,12 @@ def test_index_then_status_json(corpus, capsys):
     assert "1 changed" in err and "1 chunk embedded from 1 file" in err
 
 
+def test_a_crlf_line_end_reads_as_a_line_end_in_human_output():
+    from ragx.cli.app import visible
+
+    assert visible("one\r\ntwo\r\n") == "one\ntwo\n" and visible("bell\a cr\r alone") == "bell\\x07 cr\\x0d alone"
+
+
 def test_plain_status_prints_paths_as_they_are(tmp_path, capsys):
     root = tmp_path / "notes [red]x"  # rich markup in a folder and a file name: printed, not applied
     root.mkdir()

@@ -163,6 +163,18 @@ def test_init_proposes_markdown_only_for_a_vault(vault, tmp_path_factory, capsys
     assert "mostly markdown" not in err and "*.md" not in (code_dir / "ragx.toml").read_text(encoding="utf-8")
 
 
+def test_init_agent_judges_the_folder_without_the_agents_md_it_writes(tmp_path, capsys):
+    """Two sources, a README and a CLAUDE.md: half markdown, so the code stays in; the AGENTS.md that
+    `--agent` writes must not tip it to "mostly markdown"."""
+    (tmp_path / "README.md").write_text("# Proj\n\nA tiny project.\n", encoding="utf-8")
+    (tmp_path / "CLAUDE.md").write_text("# Claude notes\n", encoding="utf-8")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("def f():\n    return 1\n", encoding="utf-8")
+    code, _, err = call(capsys, "init", "--agent", "--root", str(tmp_path), "--yes")
+    assert code in (0, None) and (tmp_path / "AGENTS.md").exists() and "mostly markdown" not in err
+    assert "*.md" not in (tmp_path / "ragx.toml").read_text(encoding="utf-8")
+
+
 def test_init_keeps_the_code_of_a_project_whose_docs_outnumber_its_sources(tmp_path, capsys, fake_model):
     for name in ("README.md", "AGENTS.md", "CLAUDE.md", "CHANGELOG.md"):
         (tmp_path / name).write_text(f"# {name}\n\nhow the tool works\n", encoding="utf-8")

@@ -27,10 +27,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def visible(text: str) -> str:
-    """`text` safe for a terminal: control characters shown as \\xNN, undecodable bytes of file names
+    """`text` safe for a terminal: control characters shown as \\xNN (a CR that ends a line as CRLF is
+    a line end, not shown), undecodable bytes of file names
     (surrogate escapes) as \\udcNN, URL credentials as ***. A file name or chunk text can then never
     drive the terminal, and no password in a base_url reaches a screen or a log."""
-    text = redact(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    text = redact(text).encode("utf-8", "backslashreplace").decode("utf-8").replace("\r\n", "\n")  # a CRLF ends a line
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 

@@ -44,6 +44,10 @@ def init_command(
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     target = folder / PROJECT_FILE
+    # Judged before the skill is installed: the AGENTS.md it writes is not the folder's own content
+    # (counted, it tipped a small code repository into "mostly markdown").
+    manifest = next((name for name in PROJECT_MANIFESTS if (folder / name).is_file()), None)
+    proposed = markdown_includes(folder) if manifest is None else ()
     if agent:
         _install_agent_skill(folder)
         if target.exists() and not force:
@@ -52,8 +56,6 @@ def init_command(
     if target.exists() and not force:
         raise UsageError(f"{target} already exists (use --force to overwrite)")
     defaults = load_settings(None, warn=False)
-    manifest = next((name for name in PROJECT_MANIFESTS if (folder / name).is_file()), None)
-    proposed = markdown_includes(folder) if manifest is None else ()
     if manifest is not None:
         err.print(f"a code project ({manifest}): keeping the default includes (code and docs)")
     if proposed:
