@@ -497,19 +497,16 @@ def set_values(path: Path, values: dict[str, Any]) -> None:
         if section not in doc:
             doc[section] = tomlkit.table()
         doc[section][key] = list(value) if isinstance(value, tuple) else value
+    from .atomic import replacing
+
     # A dot-file (never indexed), named for this process and call; created with the usual permissions.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(tomlkit.dumps(doc))
-            fh.flush()
-            os.fsync(fh.fileno())
+    with replacing(path, tmp), open(tmp, "x", encoding="utf-8") as fh:
+        fh.write(tomlkit.dumps(doc))
+        fh.flush()
+        os.fsync(fh.fileno())
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def as_dict(settings: Settings) -> dict[str, dict[str, Any]]:

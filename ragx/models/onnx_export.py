@@ -58,6 +58,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from ..atomic import replacing
 from typing import Any
 
 __all__ = [
@@ -116,44 +117,16 @@ def _safe_stem(name: str) -> str:
     return stem or "model"
 
 
-def _fsync_dir(path: Path) -> None:
-    # Best effort: makes the rename itself durable on POSIX; unsupported on some platforms.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     import tempfile  # writes are rare (a new model, a new fingerprint memo): not on a query's path
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with _replacing(path, Path(tmp)), os.fdopen(fd, "wb") as fh:
+    with replacing(path, Path(tmp)), os.fdopen(fd, "wb") as fh:
         os.chmod(tmp, 0o644)  # mkstemp's 0600 is needlessly private for a cache
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-@contextlib.contextmanager
-def _replacing(path: Path, tmp: Path) -> Iterator[None]:
-    """What the block writes to `tmp` replaces `path` in one step when the block ends (the directory
-    synced after); a block that fails leaves `path` as it was and removes `tmp`."""
-    try:
-        yield
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -337,7 +310,7 @@ def ensure_onnx(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_sidecar_path(path))
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        with _replacing(path, tmp):
+        with replacing(path, tmp):
             info = _convert(model_dir, model_name, tmp)
             algo = _fast_digest_algo()
             with open(tmp, "rb+") as fh:
