@@ -42,13 +42,8 @@ def builds_of(sets: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str,
 
 
 def qrels_of(builds: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """A set's labels (every build of it holds the same queries)."""
     return {q.id: q.files for q in next(iter(builds.values()))["queries"]}
-
-
-def set_means(builds: dict[str, dict[str, Any]], build: str, params: Params) -> dict[str, float]:
-    """One set's metrics under `params`, re-scored offline on `build`'s passes."""
-    d = builds[build]
-    return rescore(d["passes"], params, qrels_of(builds), d["meta"]["paths"], d["scorer"]).means
 
 
 class Objective:
@@ -56,12 +51,18 @@ class Objective:
 
     def __init__(self, sets: dict[str, dict[str, dict[str, Any]]], objective: str, defaults: Params, guard: float):
         self.sets, self.objective, self.guard = sets, objective, float(guard)
+        self.qrels = {s: qrels_of(builds) for s, builds in sets.items()}  # once, not per trial
         base = next(iter(next(iter(sets.values()))))  # the first build: the sweep's base index
-        self.references = ({s: objective_value(set_means(b, base, defaults), objective) for s, b in sets.items()}
+        self.references = ({s: objective_value(self.set_means(s, base, defaults), objective) for s in sets}
                            if len(sets) > 1 else {})
 
+    def set_means(self, name: str, build: str, params: Params) -> dict[str, float]:
+        """One set's metrics under `params`, re-scored offline on `build`'s passes."""
+        d = self.sets[name][build]
+        return rescore(d["passes"], params, self.qrels[name], d["meta"]["paths"], d["scorer"]).means
+
     def __call__(self, params: Params, build: str) -> tuple[float, dict[str, float]]:
-        per_set = {s: set_means(builds, build, params) for s, builds in self.sets.items()}
+        per_set = {s: self.set_means(s, build, params) for s in self.sets}
         return self.combine(per_set)
 
     def combine(self, per_set: dict[str, dict[str, float]]) -> tuple[float, dict[str, float]]:

@@ -60,17 +60,17 @@ SHOWN_PATHS = 20  # per kind; --json lists them all
 
 def _print_drifted(drifted: dict) -> None:
     for kind in ("changed", "new", "deleted"):
-        paths = drifted.get(kind, [])
-        for path in paths[:SHOWN_PATHS]:
-            say(f"  {kind}: {one_line(path)}")
-        if len(paths) > SHOWN_PATHS:
-            say(f"  ... {len(paths) - SHOWN_PATHS} more {kind} (see --json)")
+        _print_some(kind, [one_line(path) for path in drifted.get(kind, [])])
 
 
 def _print_not_indexed(not_indexed: dict) -> None:
     for kind in ("unreadable", "skipped"):
-        rows = not_indexed.get(kind, [])
-        for row in rows[:SHOWN_PATHS]:
-            say(f"  {kind}: {one_line(row['path'])} ({row['reason']})")
-        if len(rows) > SHOWN_PATHS:
-            say(f"  ... {len(rows) - SHOWN_PATHS} more {kind} (see --json)")
+        _print_some(kind, [f"{one_line(row['path'])} ({row['reason']})" for row in not_indexed.get(kind, [])])
+
+
+def _print_some(kind: str, items: list[str]) -> None:
+    """The first SHOWN_PATHS items of a kind, then how many more --json lists."""
+    for item in items[:SHOWN_PATHS]:
+        say(f"  {kind}: {item}")
+    if len(items) > SHOWN_PATHS:
+        say(f"  ... {len(items) - SHOWN_PATHS} more {kind} (see --json)")
