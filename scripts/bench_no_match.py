@@ -14,6 +14,8 @@ ragx/defaults.toml or --min-dense/--min-lexical.
                  lose at most --max-loss (default 0.5%, half the target, as a margin).
 
     .venv/bin/python scripts/bench_no_match.py --split test          # the final report
+    .venv/bin/python scripts/bench_no_match.py --split test --lost   # + where the emptied real queries'
+                                                                     #   answers rank with the check off
     .venv/bin/python scripts/bench_no_match.py --split train --calibrate
 """
 
@@ -39,13 +41,18 @@ DATA = ROOT.parent / "shared" / "data"  # ../shared/data beside the checkout; --
 COLLECTIONS = ("scifact", "cranfield", "musique-small", "dendron-vault")
 
 
-def _queries(data_dir: Path, split: str) -> list[str]:
-    """The judged queries of `split` (or of the only split there is, for collections without it)."""
+def _labelled(data_dir: Path, split: str) -> list[dict]:
+    """The judged queries of `split` (or of the only split there is, for collections without it):
+    `query` and `relevance` ({file: grade}) each."""
     splits = splits_of(data_dir)
     use = split if split in splits else splits[0]
     made = materialise(data_dir, cache_dir_for(data_dir), [use])
     with open(made.queries[use], encoding="utf-8") as fh:
-        return [json.loads(line)["query"] for line in fh if line.strip()]
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _queries(data_dir: Path, split: str) -> list[str]:
+    return [q["query"] for q in _labelled(data_dir, split)]
 
 
 _VECTORS: dict[str, np.ndarray] = {}  # query -> vector: one embedding per query, reused on every corpus
@@ -116,6 +123,27 @@ def report(table, min_dense: float, min_lexical: float) -> None:
     print(f"worst real loss {max(real):.1%}; foreign empty: min {min(foreign):.1%}, mean {np.mean(foreign):.1%}")
 
 
+def lost(table, min_dense: float, min_lexical: float, split: str, data: Path) -> None:
+    """For each real query the rule empties: the rank of its first relevant file among the top 10 that
+    `ragx query --files-only --no-evidence-check` returns (what a user who overrides the rule sees)."""
+    for (q_name, c_name), arr in sorted(table.items()):
+        if q_name != c_name:
+            continue
+        emptied = np.flatnonzero(~decide(arr[:, 0], arr[:, 1], min_dense, min_lexical))
+        if not len(emptied):
+            continue
+        d = data / c_name
+        labelled = _labelled(d, split)
+        corpus = Corpus.open(materialise(d, cache_dir_for(d), []).corpus_dir)
+        for i in emptied.tolist():
+            item = labelled[i]
+            doc = corpus.query(item["query"], files_only=True, evidence_check=False)
+            files = [r["file"] for r in doc["results"]]
+            ranks = [n for n, f in enumerate(files, 1) if item["relevance"].get(f, 0) > 0]
+            where = f"first relevant file at rank {ranks[0]}" if ranks else "no relevant file in the top 10"
+            print(f"lost on {c_name}: {item['query']!r}: {where}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="test", help="queries of this split (collections without it: their only split)")
@@ -124,6 +152,7 @@ def main() -> None:
     ap.add_argument("--max-loss", type=float, default=0.005)
     ap.add_argument("--min-dense", type=float, default=None)
     ap.add_argument("--min-lexical", type=float, default=None)
+    ap.add_argument("--lost", action="store_true", help="also rank each emptied real query with the check off")
     ap.add_argument("--data", type=Path, default=DATA, help="the folder holding the collections (default ../shared/data)")
     args = ap.parse_args()
     corpora = args.collections
@@ -139,8 +168,11 @@ def main() -> None:
     from ragx.config import load_settings
 
     p = load_settings(None, warn=False).search
-    report(table, p.min_dense_evidence if args.min_dense is None else args.min_dense,
-           p.min_lexical_evidence if args.min_lexical is None else args.min_lexical)
+    td = p.min_dense_evidence if args.min_dense is None else args.min_dense
+    tl = p.min_lexical_evidence if args.min_lexical is None else args.min_lexical
+    report(table, td, tl)
+    if args.lost:
+        lost(table, td, tl, args.split, args.data.resolve())
 
 
 if __name__ == "__main__":

@@ -26,15 +26,16 @@ from .. import schemas
 from ..errors import UsageError
 from ..eval.gate import DEFAULT_TOLERANCE, check, write_baseline
 from ..eval.metrics import HEADLINE
+from ..eval.presets import DEFAULT_CONFIGS, PRESETS, REFERENCE_BM25
 from ..eval.report import (LEGEND, comparison_head, comparison_rows, git_commit, lexical_lines, main_head, main_rows,
                            summary_head, summary_rows)
 from .app import JsonOpt, RootOpt, app, emit_json, err, invocation, out
 from .index_cmd import RichReporter
 
-CONFIG_HELP = ("name=preset,key=value,... (repeatable). Presets: dense, bm25, hybrid, graph, full, bm25-ref; "
+CONFIG_HELP = (f"name=preset,key=value,... (repeatable). Presets: {', '.join([*PRESETS, REFERENCE_BM25])}; "
                "budget=graph|N|own sets the candidates per query (dense, bm25 and hybrid default to graph's); "
                "values are checked as `ragx config set` checks them. "
-               "Default: dense, bm25, bm25-ref, hybrid, hybrid-wide, default, graph.")
+               f"Default: {', '.join(DEFAULT_CONFIGS)}.")
 
 
 @app.command("eval")
