@@ -143,7 +143,7 @@ class Corpus:
         every tag and a path matching the glob. `evidence_check` False: results even when the "nothing
         relevant" rule finds no evidence (its verdict is still reported)."""
         from .file_context import WIDE_TOP, annotate
-        from .search.filters import Filters
+        from .search.filters import Filters, relative_glob
         from .search.results import QueryOptions
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
@@ -154,13 +154,17 @@ class Corpus:
         wanted = p.top
         if time is not None and time.active:  # filters and boosts see every candidate, then cut to top
             p = p.replace(top=WIDE_TOP)
-        filters = Filters(tuple(tags), path_glob)
+        filters = Filters(tuple(tags), None if path_glob is None else relative_glob(path_glob, str(self.root)))
         options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters, enforce_evidence=evidence_check)
         doc = self.searcher.search(text, p, options)
         return annotate(doc, self.searcher.store, self.root, time, wanted)
 
-    def global_query(self, text: str, *, top: int = 5, chunks: int = 3) -> dict[str, Any]:
-        """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1."""
+    def global_query(self, text: str, *, top: int = 5, chunks: int = 3, evidence_check: bool = True) -> dict[str, Any]:
+        """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1.
+
+        The "nothing relevant" rule of a plain query judges the question first: without evidence
+        anywhere in the corpus, no community is listed (`evidence` says why) unless `evidence_check`
+        is False."""
         from .topics import rank_communities
 
         if top < 1 or chunks < 1:
@@ -169,7 +173,12 @@ class Corpus:
         qvec = searcher.embedder.embed_query(text)
         with searcher.reading() as snap:  # rows and arrays of one commit
             searcher.check_model()
-            return rank_communities(searcher.store, snap, qvec, text, top, chunks)
+            verdict = searcher.corpus_verdict(text, qvec, snap, self.settings.search)
+            doc = rank_communities(searcher.store, snap, qvec, text, top, chunks)
+        if not verdict.match and evidence_check:
+            doc["communities"] = []
+        doc["evidence"] = {**verdict.describe(), "enforced": evidence_check}
+        return doc
 
     def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document.
@@ -219,34 +228,29 @@ class Corpus:
         return {"computed": int(getattr(reranker, "computed", 0)), "cached": int(getattr(reranker, "hits", 0))}
 
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
-        """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot."""
+        """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot.
+        The document names the target as `what` (`neighbours` is read as `neighbors`)."""
+        from .inspect_args import checked
+
+        name, value = checked(what, arg)
         searcher = self.searcher
         with searcher.reading() as snap:
-            return self._inspect(searcher.store, snap, what, arg)
+            return {"what": name, **self._inspect(searcher.store, snap, name, value)}
 
-    def _inspect(self, store: Store, snap: Snapshot, what: str, arg: str | None) -> dict[str, Any]:
+    def _inspect(self, store: Store, snap: Snapshot, what: str, arg: str | int | None) -> dict[str, Any]:
         from .index import inspect
 
-        def number(kind: str) -> int:
-            if arg is None or not arg.strip().lstrip("-").isdigit():
-                raise UsageError(f"inspect {kind} needs a number, got {arg!r}")
-            return int(arg)
-
         if what == "chunk":
-            return inspect.chunk(store, snap, number("chunk"))
+            return inspect.chunk(store, snap, int(arg or 0))
         if what == "file":
-            if not arg:
-                raise UsageError("inspect file needs a path relative to the corpus root")
-            return inspect.file(store, self.relative(arg))
-        if what in ("neighbors", "neighbours"):
-            return inspect.neighbors(store, snap, number("neighbors"))
+            return inspect.file(store, self.relative(str(arg)))
+        if what == "neighbors":
+            return inspect.neighbors(store, snap, int(arg or 0))
         if what == "communities":
             from .index.labels import attach_labels
 
             return attach_labels(inspect.communities(store), store.labels())
-        if what == "community":
-            return inspect.community(store, number("community"))
-        raise UsageError(f"unknown inspect target {what!r} (chunk, file, neighbors, communities, community)")
+        return inspect.community(store, int(arg or 0))
 
     def relative(self, path: str | Path) -> str:
         """A path inside the corpus as stored (POSIX, relative to the root); refuses paths outside it."""

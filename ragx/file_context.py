@@ -93,12 +93,19 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
 
 
 def _range_words(opts: TimeOptions) -> str:
-    """--since/--until in words, by day: "between 2024-05-31 and 2024-06-30", "on or after ...", "on or before ..."."""
-    since = iso(opts.since)[:10] if opts.since is not None else None
-    until = iso(opts.until)[:10] if opts.until is not None else None
+    """--since/--until in words: "between 2024-05-31 and 2024-06-30", "on or after ...", "on or before ...";
+    a cut-off within a day keeps its time ("on or after 2024-06-01T09:00:00Z")."""
+    since = _cutoff(opts.since, "00:00:00") if opts.since is not None else None
+    until = _cutoff(opts.until, "23:59:59") if opts.until is not None else None
     if since and until:
         return f"between {since} and {until}"
     return f"on or after {since}" if since else f"on or before {until}"
+
+
+def _cutoff(seconds: float, whole_day: str) -> str:
+    """The day alone when the cut-off is that day's start (--since) or end (--until), else the moment."""
+    moment = iso(seconds)
+    return moment[:10] if moment[11:19] == whole_day else moment
 
 
 def _found_words(results: list[dict[str, Any]], opts: TimeOptions) -> str:

@@ -104,6 +104,10 @@ def test_status_of_unindexed_corpus_exits_1(corpus, capsys):
         (("--bogus",), "No such option: --bogus (see `ragx --help`)"),
         (("query", "x", "--top", "abc"), "'abc' is not a valid int. (see `ragx query --help`)"),
         (("inspect", "chunk", "-1"), "No such option: -1"),
+        (("inspect", "chunk", "²"), "`ragx inspect chunk` needs a chunk id (a whole number), got '²'"),
+        (("inspect", "neighbours", "١٢"), "needs a chunk id (a whole number)"),
+        (("inspect", "community", "99999999999999999999999"), "ids are at most"),
+        (("inspect", "chunks", "1"), "unknown inspect target 'chunks'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(corpus, capsys, monkeypatch, args, message):
@@ -140,3 +144,10 @@ def test_init_yes_and_config_roundtrip(corpus, capsys, monkeypatch, isolated_rc)
 def test_version(capsys):
     code, out, _ = call(capsys, "--version")
     assert code == 0 and out.startswith("ragx ") and "all-MiniLM-L6-v2" in out
+
+
+def test_inspect_names_its_target_one_way_whatever_the_spelling(corpus, capsys):
+    assert call(capsys, "index", "--root", str(corpus))[0] == 0
+    code, out, err = call(capsys, "inspect", "neighbours", "1", "--root", str(corpus), "--json")
+    assert code == 0, err
+    assert json.loads(out)["what"] == "neighbors"

@@ -207,3 +207,28 @@ def test_global_refuses_the_file_search_s_filters_rather_than_ignoring_them(corp
     code, out, err = call(capsys, "query", "--global", "telescope", "--root", str(corpus), *extra)
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert f"--global ranks communities, not files: {named} cannot be used with it" in err
+
+
+def test_global_question_about_nothing_in_the_corpus_lists_no_topic(corpus, capsys):
+    # The plain query's "nothing relevant" rule judges --global's question too: no made-up topics.
+    # (Thresholds for the hashing embedder: any shared word is evidence, no cosine is.)
+    (corpus / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.999\nmin_lexical_evidence = 0.01\n", encoding="utf-8")
+    question = "zqxv wplk"
+    code, out, err = call(capsys, "query", "--global", question, "--root", str(corpus), "--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["communities"] == []
+    assert doc["evidence"]["match"] is False and doc["evidence"]["enforced"] is True
+    assert doc["evidence"]["reason"].startswith("no relevant evidence")
+    code, text, _ = call(capsys, "query", "--global", question, "--root", str(corpus))
+    assert code == 1 and "no communities (no relevant evidence" in text and "--no-evidence-check" in text
+    code, text, _ = call(capsys, "query", "--global", question, "--root", str(corpus), "--no-evidence-check")
+    assert code == 0 and text.startswith("weak match") and "keywords:" in text
+    code, out, _ = call(capsys, "query", "--global", "telescope orbit", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["evidence"]["match"] is True
+
+
+@pytest.mark.parametrize("top", ["0", "-1"])
+def test_global_refuses_a_top_below_one(corpus, capsys, top):
+    code, out, err = call(capsys, "query", "--global", "telescope", "--root", str(corpus), "--top", top)
+    assert code == 2 and out == "" and "--top must be at least 1" in err

@@ -83,6 +83,14 @@ def test_since_and_until_filter_by_file_date(repo, capsys):
     assert code == 1 and f"no result's file is dated between 2019-01-01 and 2019-01-31 - {n} found outside it" in out
 
 
+def test_a_cut_off_within_a_day_is_reported_with_its_time_and_early_years_with_four_digits(repo, capsys):
+    code, doc, _ = results(capsys, repo, "--since", "2030-01-01T09:30")
+    assert code == 1 and doc["time"]["reason"].startswith("no result's file is dated on or after 2030-01-01T09:30:00Z - ")
+    code, doc, _ = results(capsys, repo, "--since", "0001-01-01", "--until", "0999-12-31")
+    assert code == 1 and doc["time"]["since"] == "0001-01-01T00:00:00Z"
+    assert doc["time"]["reason"].startswith("no result's file is dated between 0001-01-01 and 0999-12-31 - ")
+
+
 def test_until_alone_says_the_results_lie_after_it(repo, capsys):
     code, doc, _ = results(capsys, repo, "--until", "2000-01-01")
     n = doc["time"]["candidates"]

@@ -73,6 +73,31 @@ def test_a_filter_that_can_match_nothing_by_its_form_is_bad_input(vault, capsys,
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith("ragx: error: --") and message in err
 
 
+def test_a_path_glob_is_read_from_the_root_however_it_is_written(vault, capsys):
+    def files(*args):
+        code, out, err = call(capsys, "query", "roses", "--root", str(vault), "--json", *args)
+        assert code == 0, err
+        return {r["file"] for r in json.loads(out)["results"]}
+
+    assert files("--path", "./daily/*") == files("--path", f"{vault}/daily/*") == {"daily/log.md"}
+    code, out, err = call(capsys, "query", "roses", "--root", str(vault), "--path", "/elsewhere/daily/*")
+    assert code == 2 and out == "" and "is outside the corpus root" in err and len(err.splitlines()) == 1
+
+
+def test_a_second_path_glob_is_refused_not_silently_dropped(vault, capsys):
+    code, out, err = call(capsys, "query", "roses", "--root", str(vault), "--path", "daily/*", "--path", "garden*")
+    assert code == 2 and out == "" and "--path is given 2 times: give one glob" in err
+
+
+def test_no_evidence_among_the_filtered_files_says_so(vault, capsys):
+    # The rule judges the chunks the filters allow: a match elsewhere in the corpus does not count.
+    (vault / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.999\nmin_lexical_evidence = 0.01\n", encoding="utf-8")
+    assert call(capsys, "query", "zanzibar", "--root", str(vault))[0] == 0  # only garden.tulips says it
+    code, out, _ = call(capsys, "query", "zanzibar", "--root", str(vault), "--json", "--path", "daily/*")
+    reason = json.loads(out)["evidence"]["reason"]
+    assert code == 1 and reason.startswith("no relevant evidence") and reason.endswith("among the files the filters allow")
+
+
 def test_globs_sqlite_can_match_are_accepted(vault, capsys):
     for glob in ("daily/[0-9]*", "[]x]*", "[^]x]*", "[[]*", "*"):
         assert call(capsys, "query", "roses", "--root", str(vault), "--path", glob)[0] in (0, 1)

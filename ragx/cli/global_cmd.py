@@ -13,11 +13,14 @@ DEFAULT_TOP = 5        # communities shown when --top is not given
 CHUNKS_PER_TOPIC = 3   # best chunks listed under each community
 
 
-def run_global(corpus, text: str, top: int | None, json_out: bool) -> None:
-    doc = corpus.global_query(text, top=top or DEFAULT_TOP, chunks=CHUNKS_PER_TOPIC)
+def run_global(corpus, text: str, top: int | None, json_out: bool, evidence_check: bool = True) -> None:
+    doc = corpus.global_query(text, top=DEFAULT_TOP if top is None else top, chunks=CHUNKS_PER_TOPIC, evidence_check=evidence_check)
     if json_out:
         emit_json(schemas.GLOBAL, doc)
     else:
+        from .query_cmd import print_weak_evidence
+
+        print_weak_evidence(doc, "communities")
         for c in doc["communities"]:
             b = c["breakdown"]
             out.print(
@@ -31,5 +34,7 @@ def run_global(corpus, text: str, top: int | None, json_out: bool) -> None:
                 out.print(f"     {escape(ch['file'])}:{ch['line_start']}-{ch['line_end']}  {escape(snippet)}", highlight=False)
     if not doc["communities"]:
         if not json_out:
-            out.print("no communities (the graph has no edges yet)")
+            reason = doc["evidence"].get("reason")
+            why = f"{reason}; --no-evidence-check shows the closest anyway" if reason and doc["evidence"]["enforced"] else "the graph has no edges yet"
+            out.print(f"no communities ({escape(why)})")
         raise typer.Exit(EXIT_EMPTY)

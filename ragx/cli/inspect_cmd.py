@@ -10,28 +10,8 @@ from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
-from ..errors import UsageError
+from ..inspect_args import checked
 from .app import JsonOpt, RootOpt, app, emit_json, one_line, out
-
-# What each target takes: a chunk id, a path, a community number, or nothing.
-NEEDS = {"chunk": "a chunk id", "neighbors": "a chunk id", "neighbours": "a chunk id", "community": "a community number", "file": "a path relative to the corpus root"}
-NUMBERED = {"chunk", "neighbors", "neighbours", "community"}
-# SQLite integers are 64-bit: a larger id cannot name anything in the index.
-MAX_ID = 2**63 - 1
-
-
-def _checked_arg(what: str, arg: str | None) -> str | None:
-    """One clear line for a missing or impossible argument, before the index is opened."""
-    if what in NEEDS and (arg is None or not arg.strip()):
-        raise UsageError(f"`ragx inspect {what}` needs {NEEDS[what]}, e.g. `ragx inspect {what} {'notes/a.md' if what == 'file' else '12'}`")
-    if what in NUMBERED and arg is not None:  # never None here: every NUMBERED target is in NEEDS
-        digits = arg.strip()
-        if not digits.lstrip("-").isdigit():
-            raise UsageError(f"`ragx inspect {what}` needs {NEEDS[what]} (a whole number), got {arg!r}")
-        if abs(int(digits)) > MAX_ID:
-            noun = "community" if what == "community" else "chunk"
-            raise UsageError(f"no {noun} {digits} in the index (ids are at most {MAX_ID})")
-    return arg
 
 
 @app.command("inspect")
@@ -42,11 +22,11 @@ def inspect_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Show a chunk, a file's chunks, a chunk's graph neighbours, or the Leiden communities."""
-    arg = _checked_arg(what, arg)
+    what = checked(what, arg, "ragx inspect")[0]  # one clear line for a missing or impossible argument, before the index is opened
     corpus = Corpus.open(root, need_index=True)
     doc = corpus.inspect(what, arg)
     if json_out:
-        emit_json(schemas.INSPECT, {"what": what, **doc})
+        emit_json(schemas.INSPECT, doc)
         return
     loc = lambda r: f"{escape(one_line(r['file']))}:{r['line_start']}-{r['line_end']}"  # noqa: E731
     if what == "chunk":
@@ -56,7 +36,7 @@ def inspect_command(
     elif what == "file":
         for c in doc["chunks"]:
             out.print(f"chunk {c['chunk_id']:>7}  lines {c['line_start']}-{c['line_end']}  {c['n_tokens']} tokens  community {c['community']}")
-    elif what in ("neighbors", "neighbours"):
+    elif what == "neighbors":
         for n in doc["neighbors"]:
             out.print(f"{n['weight']:.4f}  chunk {n['chunk_id']:>7}  {loc(n)}  community {n['community']}")
     elif what == "communities":

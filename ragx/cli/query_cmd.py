@@ -21,7 +21,7 @@ def query_command(
     top: Annotated[Optional[int], typer.Option("--top", "-n", help="How many results (default: search.top).")] = None,
     files_only: Annotated[bool, typer.Option("--files-only", help="Rank files (sum of their best chunk scores).")] = False,
     json_out: JsonOpt = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show the seed -> edge -> chunk path behind each result.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show why each result ranked: its seed ranks (and, with --graph, the edges that led to it).")] = False,
     graph: Annotated[Optional[bool], typer.Option(
         "--graph/--no-graph", help="Spread heat over the similarity graph (off by default: no measured gain, see README).")] = None,
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
@@ -35,9 +35,12 @@ def query_command(
     recent: Annotated[bool, typer.Option("--recent", help="Favour recently dated files.")] = False,
     oldest: Annotated[bool, typer.Option("--oldest", help="Favour the oldest files.")] = False,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this frontmatter tag (repeatable: all of them).")] = None,
-    path_glob: Annotated[Optional[str], typer.Option("--path", help="Only files whose path (from the root) matches this glob.")] = None,
+    path_globs: Annotated[Optional[list[str]], typer.Option("--path", help="Only files whose path (from the root) matches this glob (give it once).")] = None,
 ) -> None:
     """Search the corpus. Exit 0 with results, 1 with none, 2 on error."""
+    if path_globs and len(path_globs) > 1:
+        raise UsageError(f"--path is given {len(path_globs)} times: give one glob (a file passes when its path matches it)")
+    path_glob = path_globs[0] if path_globs else None
     text = _read_stdin() if text == "-" else _checked(text, "the query")
     if not text.strip():
         raise UsageError("empty query")
@@ -47,13 +50,13 @@ def query_command(
     if global_:
         _only_global_options({"--files-only": files_only, "--explain": explain, "--graph/--no-graph": graph is not None,
                               "--no-lexical": no_lexical, "--no-rerank": no_rerank, "--no-expand": no_expand,
-                              "--no-evidence-check": no_evidence_check, "--since": since is not None, "--until": until is not None,
+                              "--since": since is not None, "--until": until is not None,
                               "--recent": recent, "--oldest": oldest, "--tag": bool(tag), "--path": path_glob is not None})
     corpus = Corpus.open(root, need_index=True)
     if global_:
         from .global_cmd import run_global
 
-        return run_global(corpus, text.strip(), top, json_out)
+        return run_global(corpus, text.strip(), top, json_out, evidence_check=not no_evidence_check)
     doc = corpus.query(
         text.strip(), top=top, files_only=files_only, explain=explain,
         graph=graph, lexical=not no_lexical, rerank=not no_rerank, expand=not no_expand, time=when,
@@ -62,7 +65,7 @@ def query_command(
     if json_out:
         emit_json(schemas.FILES if files_only else schemas.QUERY, doc)
     else:
-        _print_weak_evidence(doc)
+        print_weak_evidence(doc)
         (_print_files if files_only else _print_chunks)(doc, explain)
     if not doc["results"]:
         if not json_out:
@@ -172,10 +175,11 @@ def _why_empty(doc: dict) -> str:
     return f" ({escape(reason)}{hint})"
 
 
-def _print_weak_evidence(doc: dict) -> None:
-    """Results shown although the evidence rule found nothing relevant (--no-evidence-check) say so first."""
+def print_weak_evidence(doc: dict, listed: str = "results") -> None:
+    """Results (or --global's communities) shown although the evidence rule found nothing relevant
+    (--no-evidence-check) say so first."""
     from rich.markup import escape
 
     evidence = doc.get("evidence", {})
-    if doc["results"] and not evidence.get("match", True):
+    if doc[listed] and not evidence.get("match", True):
         out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

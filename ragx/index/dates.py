@@ -134,4 +134,7 @@ def date_rows(files: list[tuple[int, str, int]], heads: dict[int, str], from_git
 
 
 def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """ISO 8601 in UTC to the second; the year always has four digits (strftime's %Y drops the zeros
+    of years before 1000 on glibc)."""
+    t = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"

@@ -27,7 +27,7 @@ import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, StrictStr, ValidationError
 
 from .. import __version__, schemas
 from ..errors import as_ragx_error
@@ -117,12 +117,12 @@ def _add_search(server: MCPServer, service: Service) -> None:
     def search(
         query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
         top: Annotated[
-            int | None, Field(ge=1, description="How many results (default: the corpus's search.top, usually 10).")
+            StrictInt | None, Field(ge=1, description="How many results (default: the corpus's search.top, usually 10).")
         ] = None,
         files_only: Annotated[
             bool, Field(description="Rank files instead of chunks (schema ragx.files.v1): one entry per file with its best chunk's lines.")
         ] = False,
-        explain: Annotated[bool, Field(description="Add each result's seed -> edge -> chunk path.")] = False,
+        explain: Annotated[bool, Field(description="Add why each result ranked: its seed ranks in the dense and BM25 lists (with graph, also the edges that led to it).")] = False,
         graph: Annotated[bool, Field(description="Also spread heat over the similarity graph (off by default: it showed no measured gain).")] = False,
         no_graph: Annotated[bool, Field(description="No heat propagation over the similarity graph (the default unless the corpus config turns it on).")] = False,
         no_lexical: Annotated[bool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
@@ -187,7 +187,7 @@ def _add_inspect(server: MCPServer, service: Service) -> None:
                               "communities: all Leiden communities; community: one community's chunks."),
         ],
         arg: Annotated[
-            int | str | None,
+            StrictInt | StrictStr | None,  # strict: `true` is not chunk 1
             Field(description="The chunk id (chunk, neighbors), the file path relative to the corpus root (file), "
                               "or the community number (community); omitted for communities."),
         ] = None,

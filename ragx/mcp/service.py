@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # the corpus (numpy, the index code) loads on the first call,
 
 log = logging.getLogger("ragx.mcp")
 
-INSPECT_TARGETS = ("chunk", "file", "neighbors", "communities", "community")
 
 # progress(done, total): called from the thread that runs the index, at most every PROGRESS_EVERY s.
 Progress = Callable[[int, int], None]
@@ -204,11 +203,9 @@ class Service:
         return schemas.document(schemas.STATUS, self.corpus(shared=False).status(drift=True))
 
     def inspect(self, what: str, arg: str | int | None = None) -> dict[str, Any]:
-        if what not in INSPECT_TARGETS:
-            raise UsageError(f"unknown inspect target {what!r} ({', '.join(INSPECT_TARGETS)})")
         with self._lock:
             doc = self.corpus().inspect(what, None if arg is None else str(arg))
-        return schemas.document(schemas.INSPECT, {"what": what, **doc})
+        return schemas.document(schemas.INSPECT, doc)
 
     def close(self) -> None:
         with self._lock, self._pick:

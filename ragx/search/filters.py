@@ -8,6 +8,7 @@ list full of other files. Tags compare in lower case without `#`; tag `a` also m
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,21 @@ def glob_problem(glob: str) -> str | None:
             i = close
         i += 1
     return None
+
+
+def relative_glob(glob: str, root: str) -> str:
+    """`glob` as the filter matches it: against paths relative to the corpus root. A leading `./` is
+    dropped; an absolute glob inside the root (as given, or with its links resolved) loses the root;
+    one outside it is bad input."""
+    if glob.startswith("/"):
+        prefixes = {root.rstrip("/") + "/", os.path.realpath(root).rstrip("/") + "/"}
+        inside = [p for p in prefixes if glob.startswith(p)]
+        if not inside:
+            raise UsageError(f"--path {glob!r} is outside the corpus root {root}: paths are matched from the root (e.g. 'notes/*')")
+        glob = glob[len(inside[0]):]
+    while glob.startswith("./"):
+        glob = glob[2:]
+    return glob
 
 
 def normalise_tag(tag: str) -> str:

@@ -113,4 +113,6 @@ def describe_evidence(c: Candidates, verdict: Verdict, options: QueryOptions) ->
         out["filters"] = filters.describe()
         if len(c.nodes) == 0 and verdict.dense == 0 and verdict.lexical == 0:
             out["evidence"]["reason"] = "no indexed file passes the filters (--tag / --path)"
+        elif not verdict.match:  # judged on the files the filters allow, not on the whole corpus
+            out["evidence"]["reason"] += " among the files the filters allow"
     return out

@@ -34,7 +34,7 @@ from ..index.store import ANCHORS_OUTDATED, Store
 from ..scoring.candidates import Candidates, PassCaps
 from ..scoring.params import Params
 from ..scoring.score import prepare, score
-from .evidence import judge
+from .evidence import Verdict, judge
 from .expand import query_vectors
 from .filters import Filters, allowed_files, allowed_rows
 from .anchor_signals import anchor_signals
@@ -157,6 +157,12 @@ class Searcher:
         c.link_pairs = file_link_pairs(self.store, c.file_ids) if link_edges else NO_PAIRS
         c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0])
         return c
+
+    def corpus_verdict(self, query: str, qvec: np.ndarray, snap: Snapshot, params: Params) -> Verdict:
+        """The "nothing relevant" rule over the whole corpus, from the retrieval pass a plain query
+        makes (for answers that are not chunks: `--global`'s communities)."""
+        c = retrieval_pass(query, np.asarray(qvec)[None, :], [query], snap, self.store, params.caps())
+        return judge(c, params)
 
     def rerank(self, c: Candidates, params: Params, shortlisted: np.ndarray | None = None) -> None:
         """Fill rerank scores for the shortlist, when a reranker is configured and weighted.
