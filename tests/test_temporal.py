@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from cli_runner import call
 
-from ragx.index.dates import frontmatter_date, frontmatter_value, iso, parse_date
+from ragx.index.dates import FIRST_SECOND, frontmatter_date, frontmatter_value, git_dates, iso, parse_date, parse_git_log
 
 BODY = "The harbour log: boats, tides, moorings and the keel of the old ketch were checked again."
 
@@ -203,3 +203,123 @@ def test_epoch_frontmatter_dates():
     assert frontmatter_date("---\nupdated: 1670254035385\ncreated: 1639113925844\n---\n") == dec_5
     assert frontmatter_date("---\ndate: '2020-07-25'\nupdated: 1670254035385\n---\n") == dec_5  # updated wins
     assert frontmatter_date("---\nupdated: -5\ndate: 2021-01-02\n---\n") == parse_date("2021-01-02")  # unparseable: next key
+
+
+# ---- git names of any bytes; dates `iso` cannot print ------------------------------------------------
+def _write_bytes_name(root, name: bytes, text: str) -> None:
+    """A file whose name is raw bytes (quotes, tabs, newlines, bytes that are not UTF-8)."""
+    with open(os.path.join(os.fsencode(root), name), "wb") as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _dates(capsys, root, *extra):
+    code, doc, err = results(capsys, root, *extra)
+    assert code in (0, 1), err
+    return {r["file"]: (r["date"], r["date_source"]) for r in doc["results"]}
+
+
+def test_a_git_name_that_is_not_utf8_does_not_stop_the_index(tmp_path, capsys):
+    """A name in git history that is not UTF-8 (committed, then removed) made every `ragx index` fail
+    with UnicodeDecodeError: git's output is read as bytes and the other files keep their git dates."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.md").write_text(f"# a\n\n{BODY} a\n", encoding="utf-8")
+    _write_bytes_name(tmp_path, b"bad\xffname.md", f"# bad\n\n{BODY} bad\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "init", when="2021-03-04T05:06:07+00:00")
+    git(tmp_path, "rm", "-q", b"bad\xffname.md")
+    git(tmp_path, "commit", "-q", "-m", "rm", when="2022-01-01T00:00:00+00:00")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    assert _dates(capsys, tmp_path) == {"a.md": ("2021-03-04T05:06:07Z", "git")}
+    # The name is read as discovery reads names (os.fsdecode); discovery refuses it, so it dates no file.
+    assert git_dates(tmp_path)[os.fsdecode(b"bad\xffname.md")] == parse_date("2022-01-01")  # its removal
+
+
+def test_git_dates_reach_names_git_would_quote(tmp_path, capsys):
+    """Without -z git quotes names holding `"`, a tab or a newline, which then matched no indexed path
+    and fell back to their mtime. The newest commit touching a name wins; a merge names no file."""
+    names = [b'quo"te.md', b"tab\tname.md", b"new\nline.md", b"\nleading newline.md", b"sp ace.md",
+             "ünï cödé.md".encode(), b"sub/dir name/x.md"]
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "sub" / "dir name").mkdir(parents=True)
+    for i, name in enumerate(names):
+        _write_bytes_name(tmp_path, name, f"# note {i}\n\n{BODY} note {i}\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "init", when="2020-01-01T00:00:00+00:00")
+    git(tmp_path, "checkout", "-q", "-b", "side")
+    _write_bytes_name(tmp_path, b'quo"te.md', f"# quote\n\n{BODY} edited on a branch\n")
+    git(tmp_path, "commit", "-q", "-am", "edit", when="2021-02-03T04:05:06+00:00")
+    git(tmp_path, "checkout", "-q", "main")
+    git(tmp_path, "merge", "-q", "--no-ff", "--no-edit", "side", when="2022-01-01T00:00:00+00:00")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    expected = {os.fsdecode(name): ("2020-01-01T00:00:00Z", "git") for name in names}
+    expected['quo"te.md'] = ("2021-02-03T04:05:06Z", "git")  # its newest commit, not the merge's
+    assert _dates(capsys, tmp_path) == expected
+
+
+def test_git_that_fails_in_any_way_leaves_files_dated_by_mtime(tmp_path, capsys, monkeypatch):
+    """A root git cannot even be started on, or git output of another shape, means no git dates."""
+    assert git_dates(tmp_path / "nul\0in the root") == {}
+    for odd in ("\x0112345\nname.md\n", "\0soon\0\nname.md\0", "\0123\0name.md\0"):
+        with pytest.raises(ValueError):
+            parse_git_log(odd)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_bytes(b"#!/bin/sh\nprintf '\\001123\\n\\377odd\\n'\n")  # the old format, not UTF-8
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text(f"# a\n\n{BODY}\n", encoding="utf-8")
+    os.utime(notes / "a.md", (1_600_000_000, 1_600_000_000))
+    assert git_dates(notes) == {}
+    assert call(capsys, "index", "--root", str(notes))[0] == 0
+    assert _dates(capsys, notes) == {"a.md": ("2020-09-13T12:26:40Z", "mtime")}
+
+
+def test_dates_iso_cannot_print_are_refused_where_they_are_read(tmp_path, capsys):
+    """`date: '0001-01-01T00:00:00+14:00'` is in the year 0 in UTC: once stored, every later query
+    failed (ValueError: year 0 is out of range). Such a date is unreadable, like `soon`; on the command
+    line it is a usage error."""
+    heads = {"early.md": "0001-01-01T00:00:00+14:00", "late.md": "9999-12-31T23:59:59-14:00",
+             "far.md": "253402300800000", "first.md": "0001-01-01T10:00:00+10:00", "last.md": "9999-12-31T23:59:59Z"}
+    for name, when in heads.items():
+        (tmp_path / name).write_text(f"---\ndate: '{when}'\n---\n\n# {name}\n\n{BODY} {name}\n", encoding="utf-8")
+        os.utime(tmp_path / name, (1_700_000_000, 1_700_000_000))
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    mtime = ("2023-11-14T22:13:20Z", "mtime")
+    expected = {"early.md": mtime, "late.md": mtime, "far.md": mtime,
+                "first.md": ("0001-01-01T00:00:00Z", "frontmatter"), "last.md": ("9999-12-31T23:59:59Z", "frontmatter")}
+    assert _dates(capsys, tmp_path) == expected
+    assert _dates(capsys, tmp_path, "--recent") == expected
+    assert set(_dates(capsys, tmp_path, "--since", "2000-01-01")) == {"early.md", "late.md", "far.md", "last.md"}
+    assert set(_dates(capsys, tmp_path, "--until", "9999-12-31")) == set(expected)
+    for extra in (["--since", "0001-01-01T00:00:00+14:00"], ["--until", "9999-12-31T23:59:59-14:00"]):
+        code, doc, err = results(capsys, tmp_path, *extra)
+        assert code == 2 and doc is None and len(err.strip().splitlines()) == 1, extra
+
+
+def test_an_index_holding_a_date_iso_cannot_print_is_re_dated_on_its_next_run(tmp_path, capsys):
+    """An index dated under the older rules may hold such a date: its next run dates every file again."""
+    import sqlite3
+
+    (tmp_path / "early.md").write_text(f"---\ndate: '0001-01-01T00:00:00+14:00'\n---\n\n# early\n\n{BODY}\n", encoding="utf-8")
+    os.utime(tmp_path / "early.md", (1_700_000_000, 1_700_000_000))
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    db = sqlite3.connect(tmp_path / ".ragx" / "index.sqlite")
+    with db:  # what rules 2 had stored
+        db.execute("UPDATE file_dates SET date = ?, source = 'frontmatter'", (FIRST_SECOND - 14 * 3600,))
+        db.execute("UPDATE manifest SET value = '2' WHERE key = 'date_rules'")
+    db.close()
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    assert _dates(capsys, tmp_path) == {"early.md": ("2023-11-14T22:13:20Z", "mtime")}
+
+
+def test_the_calendar_edges():
+    assert parse_date("0001-01-01T00:00:00+14:00") is None and parse_date("9999-12-31T23:59:59-14:00") is None
+    assert parse_date("0001-01-01T00:00:00-14:00") == FIRST_SECOND + 14 * 3600
+    last = parse_date("9999-12-31T23:59:59.5Z")
+    assert last is not None and iso(last) == "9999-12-31T23:59:59Z"
+    assert iso(parse_date("0001-01-01")) == "0001-01-01T00:00:00Z" and iso(parse_date("9999-12-31")) == "9999-12-31T00:00:00Z"
+    for absurd in (10**400, 10**30, "99999999999999999999", 253402300800000):  # seconds stop at 10**11 (5138)
+        assert frontmatter_value(absurd) is None, absurd  # 10**400 overflowed the division
+    assert frontmatter_value(253402300799999) is not None and iso(frontmatter_value(253402300799999)) == "9999-12-31T23:59:59Z"

@@ -6,10 +6,15 @@ Sources, first that answers wins:
    `updated: 1670254035385`, milliseconds; see EPOCH_MS). A value that reads as neither is skipped;
 2. `git`: the last commit touching the file, from ONE `git log` over the corpus (no call per file);
 3. `mtime`: the modification time recorded at index time.
+
+Every date read here (frontmatter, git, `--since/--until`) must be one `iso` can print, a UTC time in
+the years 1 to 9999 (`printable`): a date outside it is refused where it is read, like any unreadable
+date, so that no stored date can make a later query fail.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from datetime import date, datetime, timezone
@@ -18,17 +23,30 @@ from pathlib import Path
 FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 FRONTMATTER_KEYS = ("updated", "date")  # `updated` says when the content last changed: prefer it
 GIT_SECONDS = 30.0
-MARK = "\x01"  # starts each commit's line in the git log output; never in a path
+# NUL-separated (-z): names are written verbatim, whatever quotes, tabs or newlines they hold (without
+# -z git quotes them and they match no indexed path). Each commit's line is a NUL then its time, so an
+# empty field marks a commit (see `parse_git_log`). --no-follow and --no-show-signature undo user
+# settings (log.follow, log.showSignature) that would change what is listed or add lines to it.
+GIT_LOG = ("log", "--relative", "--no-renames", "--no-follow", "--no-show-signature", "-z",
+           "--format=%x00%ct", "--name-only")
 # An integer frontmatter date is an epoch time: from EPOCH_MS on milliseconds, from EPOCH_S on seconds.
 # Both are 1973-03-03 (10^11 ms = 10^8 s), so the ranges do not overlap (10^11 seconds would be the year
 # 5138). A smaller integer (a year such as `date: 2024`, a count) is no epoch time.
 EPOCH_MS = 10**11
 EPOCH_S = 10**8
-LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()  # what `iso` can print
+FIRST_SECOND = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()  # the span `iso` can print
+LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
 # The version of the rules above, kept in the manifest with the dates: raised whenever a file would now
 # be dated differently, so that an index dated under older rules re-dates every file once (2: integer
-# epoch times; an index without the key was dated by 1, ISO dates only).
-DATE_RULES = 2
+# epoch times; 3: dates `iso` cannot print refused, git names with quotes, tabs or newlines dated; an
+# index without the key was dated by 1, ISO dates only).
+DATE_RULES = 3
+
+
+def printable(seconds: float) -> bool:
+    """Whether `iso` can print this moment: its UTC time lies in the years 1 to 9999. A frontmatter date
+    of 0001-01-01T00:00:00+14:00 is a valid ISO date whose UTC time is in the year 0."""
+    return FIRST_SECOND <= seconds < LAST_SECOND + 1
 
 
 def bare_day(text: str) -> date | None:
@@ -41,18 +59,20 @@ def bare_day(text: str) -> date | None:
 
 
 def parse_date(text: str) -> float | None:
-    """Seconds since the epoch (UTC when no zone is given) of an ISO date or date-time, else None."""
+    """Seconds since the epoch (UTC when no zone is given) of an ISO date or date-time, else None (also
+    when its UTC time is one `iso` cannot print: see `printable`)."""
     text = text.strip().strip("'\"")
     if not text:
         return None
     day = bare_day(text)
     if day is not None:
-        return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+        return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()  # always printable
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+    seconds = (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+    return seconds if printable(seconds) else None
 
 
 def epoch_date(value: int) -> float | None:
@@ -60,8 +80,9 @@ def epoch_date(value: int) -> float | None:
     EPOCH_S on; None when smaller, after 9999-12-31 or not an int (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, int):
         return None
+    value = min(value, 10**20)  # far past 9999 either way; a larger int would overflow the division
     seconds = value / 1000 if value >= EPOCH_MS else float(value) if value >= EPOCH_S else None
-    return seconds if seconds is not None and seconds <= LAST_SECOND else None
+    return seconds if seconds is not None and printable(seconds) else None
 
 
 def frontmatter_value(value: str | int) -> float | None:
@@ -89,22 +110,45 @@ def frontmatter_date(text: str) -> float | None:
 
 
 def git_dates(root: Path) -> dict[str, float]:
-    """Path (relative to `root`) -> commit time of the last commit touching it; {} outside git."""
-    cmd = ["git", "-c", "core.quotePath=false", "-C", str(root), "log", "--relative", "--no-renames",
-           f"--format={MARK}%ct", "--name-only", "--", "."]
+    """Path (relative to `root`) -> commit time of the last commit touching it; {} outside git and
+    whenever git fails in any way: its files then fall back to their mtime, the run goes on."""
+    cmd = ["git", "-C", str(root), *GIT_LOG, "--", "."]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=GIT_SECONDS, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = subprocess.run(cmd, capture_output=True, timeout=GIT_SECONDS, check=False)
+    except (OSError, ValueError, subprocess.SubprocessError):  # no git, a timeout, a NUL in the root
         return {}
     if done.returncode != 0:
         return {}
+    # Names are bytes; os.fsdecode turns them into the str os.scandir gives discovery for the same
+    # bytes, so a git path equals the indexed path. A name that is not UTF-8 keeps its bytes as
+    # surrogates: discovery refuses such files, so it matches no indexed path and is merely unused.
+    try:
+        return parse_git_log(os.fsdecode(done.stdout))
+    except ValueError:  # not the shape asked for (a git setting or version that writes more): no dates
+        return {}
+
+
+def parse_git_log(text: str) -> dict[str, float]:
+    """Path -> time of the newest commit naming it, from `git log` run with GIT_LOG's options.
+
+    Each commit is written as NUL, its time, NUL, then, when it names files (a merge names none), a
+    newline and each name followed by NUL. A name is never empty, so a double NUL only ever comes
+    before a commit: split on it, the text gives one block per commit, whatever the names hold.
+    Raises ValueError on text of another shape."""
+    if not text:
+        return {}  # no commit touches the root
+    if not (text.startswith("\0") and text.endswith("\0")):
+        raise ValueError("git log output does not start and end with NUL")
     out: dict[str, float] = {}
-    when = 0.0
-    for line in done.stdout.splitlines():  # newest commit first: keep each path's first sighting
-        if line.startswith(MARK):
-            when = float(line[1:])
-        elif line and line not in out:
-            out[line] = when
+    for block in reversed(text[1:-1].split("\0\0")):  # oldest first: a newer commit's time overwrites
+        when, *names = block.split("\0")
+        seconds = float(int(when))  # int(): the field holds digits, never "nan" or "1e9"
+        if not names or not printable(seconds):  # a merge; a forged commit time past 9999
+            continue
+        if not names[0].startswith("\n"):
+            raise ValueError("git log output: no newline before a commit's names")
+        names[0] = names[0][1:]
+        out.update(dict.fromkeys(names, seconds))
     return out
 
 
