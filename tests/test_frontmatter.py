@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from cli_runner import call
 from fakes import WordCounter
 
 from ragx.ingest import frontmatter
@@ -75,3 +79,51 @@ def test_non_ascii_frontmatter_keeps_byte_offsets_exact():
     data, chunks = _chunks(text)
     assert [data[c.byte_start : c.byte_end].decode() for c in chunks] == ["Über alles: crème brûlée."]
     assert chunks[0].header == "Café notes ☕."
+
+
+# Values PyYAML's SafeLoader reads as timestamps but cannot construct (ValueError, OverflowError).
+IMPOSSIBLE_DATES = ["date: 0000-00-00", "updated: 2024-02-30", "updated: 2024-01-01T25:61:00"]
+
+
+@pytest.mark.parametrize("line", IMPOSSIBLE_DATES)
+def test_an_impossible_date_costs_the_note_none_of_its_fields(line):
+    fm = frontmatter.parse(f"---\ntitle: Meteor log\n{line}\ntags: [sky, night]\n---\nbody\n")
+    assert fm is not None and (fm.title, fm.tags) == ("Meteor log", ("sky", "night"))
+
+
+def test_a_date_is_read_as_its_text():
+    # dates.py reads dates from the raw text; here a date-like title is a title, not a dropped date object
+    fm = frontmatter.parse("---\ntitle: 2024-05-31\naliases: [2024-06-01T10:00:00Z]\n---\nbody\n")
+    assert fm is not None and (fm.title, fm.aliases) == ("2024-05-31", ("2024-06-01T10:00:00Z",))
+
+
+def test_deeply_nested_yaml_yields_no_fields_and_still_ends_the_block():
+    text = "---\ntags: " + "[" * 5000 + "\n---\nbody about comets\n"
+    fm = frontmatter.parse(text)
+    assert fm is not None and fm.header() == "" and text[fm.end :] == "body about comets\n"
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_frontmatter_pyyaml_cannot_convert_never_stops_the_index_run(tmp_path, capsys):
+    notes = {
+        "meteors.md": "---\ntitle: Meteor log\ndate: 0000-00-00\ntags: [sky]\n---\n# Meteors\n\nZero date about meteors.\n",
+        "quasars.md": "---\ndescription: 42\nupdated: 2024-02-30\n---\n# Quasars\n\nImpossible day about quasars.\n",
+        "neutrinos.md": "---\nupdated: 2024-01-01T25:61:00\n---\nBad time about neutrinos.\n",
+        "comets.md": "---\ntags: " + "[" * 5000 + "\n---\n# Comets\n\nDeep nesting about comets.\n",
+        "dated.md": "---\nupdated: 2020-02-02\n---\n# Dated\n\nA valid date about pulsars.\n",
+    }
+    for name, text in notes.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    code, out, err = call(capsys, "index", "--root", str(tmp_path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["files"] == len(notes)
+    for word, name in [("meteors", "meteors.md"), ("quasars", "quasars.md"), ("neutrinos", "neutrinos.md"), ("comets", "comets.md")]:
+        code, out, err = call(capsys, "query", word, "--root", str(tmp_path), "--json", "--files-only")
+        assert code == 0 and json.loads(out)["results"][0]["file"] == name, (word, err)
+    # the bad date does not cost meteors.md its tags
+    code, out, _ = call(capsys, "query", "meteors", "--root", str(tmp_path), "--json", "--files-only", "--tag", "sky")
+    assert code == 0 and [r["file"] for r in json.loads(out)["results"]] == ["meteors.md"]
+    # dates as before: a valid one from the frontmatter, an impossible one falls back to the file's mtime
+    _, out, _ = call(capsys, "query", "pulsars quasars", "--root", str(tmp_path), "--json", "--files-only")
+    sources = {r["file"]: (r["date"], r["date_source"]) for r in json.loads(out)["results"]}
+    assert sources["dated.md"] == ("2020-02-02T00:00:00Z", "frontmatter") and sources["quasars.md"][1] == "mtime"

@@ -77,6 +77,62 @@ def test_a_damaged_pdf_is_reported_and_the_run_goes_on(corpus, capsys):
     assert [p["path"] for p in report["problems"]] == ["broken.pdf"] and "broken.pdf" in err
 
 
+def damaged_by_an_indirect_reference_in_a_content_stream(path) -> bytes:
+    """A PDF pypdf fails on with a bare AssertionError (not one of its own errors): page 2's content
+    stream holds `[1 0 R]`, an indirect reference where none can be. Same length: offsets stay right."""
+    data = write_pdf(path, ["Tide tables of the harbour.", "XXXXXX"]).read_bytes()
+    assert data.count(b"(XXXXXX) Tj") == 1
+    path.write_bytes(data.replace(b"(XXXXXX) Tj", b"[1 0 R] TJ "))
+    return path.read_bytes()
+
+
+def test_a_pdf_pypdf_fails_on_in_any_way_is_reported_and_the_run_goes_on(corpus, capsys):
+    damaged_by_an_indirect_reference_in_a_content_stream(corpus / "broken.pdf")
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [p["path"] for p in report["problems"]] == ["broken.pdf"]
+    assert "AssertionError" in report["problems"][0]["reason"] and "broken.pdf: unreadable PDF" in err
+    assert "internal error" not in err
+    code, out, err = call(capsys, "query", "lamp of the northern lighthouse failed", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["results"][0]["file"] == "report.pdf", err
+
+
+def test_a_damaged_pdf_is_remembered_until_it_changes_and_pypdf_stays_quiet(corpus, capsys, caplog, monkeypatch):
+    import ragx.ingest.pdf as pdf_module
+
+    reads: list[int] = []
+    extract = pdf_module.extract
+    monkeypatch.setattr(pdf_module, "extract", lambda data: reads.append(len(data)) or extract(data))
+    (corpus / "fake.pdf").write_bytes(b"not really a pdf")
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0 and [p["path"] for p in json.loads(out)["problems"]] == ["fake.pdf"] and "fake.pdf" in err
+    assert sorted(reads) == sorted([16, (corpus / "report.pdf").stat().st_size])
+    # ragx says it once, with its prefix and the file's name; pypdf's own log lines ("invalid pdf header") are not shown
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")]
+    # status is clean, and the next run neither reports nor reads the file again
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert json.loads(out)["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+    reads.clear()
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["problems"] == [] and "fake.pdf" not in err and reads == []
+    # changed, but still damaged: read and reported again, then remembered again
+    (corpus / "fake.pdf").write_bytes(b"%PDF-1.4 still not a pdf")
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0 and [p["path"] for p in json.loads(out)["problems"]] == ["fake.pdf"] and reads == [24]
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert json.loads(out)["drift"]["new"] == 0
+    # repaired: indexed, and no longer remembered as damaged
+    write_pdf(corpus / "fake.pdf", ["The ferry timetable for the winter months."])
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["problems"] == [], err
+    code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    status = json.loads(out)
+    assert status["drift"]["new"] == 0 and status["skipped"] == 0
+    code, out, _ = call(capsys, "query", "ferry timetable winter", "--root", str(corpus), "--json", "--files-only")
+    assert code == 0 and json.loads(out)["results"][0]["file"] == "fake.pdf"
+
+
 def test_chunks_never_span_pages(hash_embedder):
     from ragx.ingest.chunk import ChunkSettings
 

@@ -22,7 +22,7 @@ from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
 from ..lookup import find_sorted
-from ..ingest.filetypes import MARKDOWN
+from ..ingest.filetypes import MARKDOWN, is_pdf
 from ..ingest.anchors import extract as extract_anchors
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
@@ -113,7 +113,7 @@ class ChangeSet:
     links: list[tuple[int, str, str]] = field(default_factory=list)        # (index into files, kind, target)
     anchors: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index into files, kind, target, text)
     anchor_vecs: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))  # a unit row per anchor
-    undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8
+    undecodable: list[tuple[str, int, int]] = field(default_factory=list)  # (path, size, mtime_ns): not UTF-8, damaged PDF
     textless: dict[str, list[int]] = field(default_factory=dict)  # PDF path -> pages without text (read this run)
 
     @property
@@ -122,13 +122,13 @@ class ChangeSet:
 
     @property
     def only_undecodable(self) -> bool:
-        """An incremental run whose only new files turned out not to be UTF-8: nothing to index."""
+        """An incremental run whose only new files turned out not to be UTF-8 (or damaged PDFs): nothing to index."""
         return not self.full and not self.files and not self.gone_file_ids
 
     @property
     def pdfs_read(self) -> list[str]:
         """The PDFs read in this run: their text-less page records are rewritten."""
-        return [f.path for f, _ in self.files if pdf.is_pdf(f.path)]
+        return [f.path for f, _ in self.files if is_pdf(f.path)]
 
 
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
@@ -159,7 +159,7 @@ def undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
 class _Chunked:
     files: list[tuple[FoundFile, str]] = field(default_factory=list)   # (file, content hash) to store
     chunks: list[tuple[int, Chunk]] = field(default_factory=list)      # (index into files, chunk)
-    undecodable: list[FoundFile] = field(default_factory=list)         # read, but not UTF-8
+    undecodable: list[FoundFile] = field(default_factory=list)         # read, but not UTF-8 (or a damaged PDF)
     textless: dict[str, list[int]] = field(default_factory=dict)       # PDF path -> pages without text
     links: list[tuple[int, str, str]] = field(default_factory=list)    # (index into files, kind, target)
     anchors: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index into files, kind, target, text)
@@ -170,6 +170,10 @@ def _chunk_pdf(f: FoundFile, counter, chunk_settings: ChunkSettings, out: _Chunk
     try:
         digest, chunks, textless = pdf.read_pdf(f.abspath, f.path, counter, chunk_settings)
     except pdf.READ_ERRORS as exc:
+        # A damaged PDF is remembered like a file that is not UTF-8: drift and the next run skip it until
+        # it changes. An unreadable one (permissions) or a missing pypdf is not: that can change alone.
+        if isinstance(exc, pdf.DamagedPdf):
+            out.undecodable.append(f)
         report.problems.append({"path": f.path, "reason": str(getattr(exc, "strerror", None) or exc)})
         reporter.warn(f"{f.path}: {report.problems[-1]['reason']}; not indexed")
         return
@@ -183,7 +187,7 @@ def _chunk_pdf(f: FoundFile, counter, chunk_settings: ChunkSettings, out: _Chunk
 def _chunk_files(files: list[FoundFile], counter, chunk_settings: ChunkSettings, report: IndexReport, reporter: Reporter) -> _Chunked:
     out = _Chunked()
     for f in files:
-        if pdf.is_pdf(f.path):
+        if is_pdf(f.path):
             _chunk_pdf(f, counter, chunk_settings, out, report, reporter)
             continue
         try:

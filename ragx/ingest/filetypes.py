@@ -117,3 +117,8 @@ def is_default_name(name: str) -> bool:
 def kind_for_path(path: str) -> str:
     """How a file is chunked: "markdown", "code" or "text" (the fallback for anything unknown)."""
     return default_kind(path) or TEXT
+
+
+def is_pdf(path: str) -> bool:
+    """A PDF by its name: its text comes from ragx/ingest/pdf.py, page by page."""
+    return path.lower().endswith(".pdf")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # The opening line, then the YAML (possibly empty), then a closing line of its own.
 _BLOCK = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?P<yaml>(?:.*?\r?\n)??)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -68,6 +69,37 @@ def _value_spans(text: str, start: int, end: int) -> tuple[tuple[str, int, int],
     return tuple(spans)
 
 
+@lru_cache(maxsize=1)
+def _loader():
+    """PyYAML's SafeLoader, but a timestamp stays the text it was written as.
+
+    The fields read here are words, never dates (ragx/index/dates.py reads `date:`/`updated:` from the
+    raw text itself), and constructing a timestamp raises ValueError or OverflowError for one that
+    cannot exist (`date: 0000-00-00`, `updated: 2024-02-30`): one bad date would cost the note its
+    title and tags. Built on first use, so only notes with frontmatter pay for importing yaml."""
+    import yaml
+
+    class NoTimestampLoader(yaml.SafeLoader):
+        pass
+
+    NoTimestampLoader.add_constructor("tag:yaml.org,2002:timestamp", NoTimestampLoader.construct_yaml_str)
+    return NoTimestampLoader
+
+
+def _load(block: str):
+    """The YAML of a frontmatter block, or None when it cannot be read.
+
+    Besides YAMLError, PyYAML raises RecursionError for deeply nested flow collections (5,000 `[`) and
+    may raise ValueError/OverflowError while constructing values: all mean "no usable fields", never
+    a failed index run."""
+    import yaml
+
+    try:
+        return yaml.load(block, Loader=_loader())  # safe: a SafeLoader subclass
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+        return None
+
+
 def parse(text: str) -> Frontmatter | None:
     """The frontmatter at the start of `text`, or None when there is none.
 
@@ -75,12 +107,7 @@ def parse(text: str) -> Frontmatter | None:
     m = _BLOCK.match(text)
     if m is None:
         return None
-    import yaml  # only notes with frontmatter pay for the import
-
-    try:
-        data = yaml.safe_load(m.group("yaml")) if m.group("yaml").strip() else {}
-    except yaml.YAMLError:
-        data = None
+    data = _load(m.group("yaml")) if m.group("yaml").strip() else {}
     spans = _value_spans(text, m.start("yaml"), m.end("yaml"))
     if not isinstance(data, dict):
         return Frontmatter(end=m.end(), value_spans=spans)
