@@ -196,18 +196,19 @@ def test_fifo_is_not_read(tmp_path):
 def test_symlinks_inside_root_are_followed(tmp_path):
     write(tmp_path, "docs/a.md", "alpha\n")
     write(tmp_path, "docs/deep/b.md", "beta\n")
+    write(tmp_path, ".shelf/deep/c.md", "gamma\n")  # a dot-folder: reached only through a link
     os.symlink("docs/a.md", tmp_path / "link.md")
-    os.symlink("docs", tmp_path / "linkdir")
+    os.symlink("docs", tmp_path / "linkdir")  # a folder walked already: indexed once, as docs/
+    os.symlink(".shelf", tmp_path / "shelf")
     d = discover(tmp_path, DiscoverSettings())
-    assert paths(d) == [
-        "docs/a.md", "docs/deep/b.md", "link.md", "linkdir/a.md", "linkdir/deep/b.md"
-    ]
+    assert paths(d) == ["docs/a.md", "docs/deep/b.md", "link.md", "shelf/deep/c.md"]
     by = {f.path: f for f in d.files}
     # paths as the user sees them, through the link
     assert by["link.md"].abspath == str(tmp_path / "link.md")
-    assert by["linkdir/deep/b.md"].abspath == str(tmp_path / "linkdir" / "deep" / "b.md")
+    assert by["shelf/deep/c.md"].abspath == str(tmp_path / "shelf" / "deep" / "c.md")
     assert by["link.md"].size == 6
     assert d.problems == []
+    assert reasons(d.skipped) == {"linkdir": "a link to a folder already indexed as docs"}
 
     d = discover(tmp_path, DiscoverSettings(follow_symlinks=False))
     assert paths(d) == ["docs/a.md", "docs/deep/b.md"]
@@ -235,8 +236,21 @@ def test_mutual_directory_links_terminate(tmp_path):
     os.symlink("../b", tmp_path / "a" / "to_b")
     os.symlink("../a", tmp_path / "b" / "to_a")
     d = run_with_timeout(lambda: discover(tmp_path, DiscoverSettings()))
-    assert paths(d) == ["a/one.md", "a/to_b/two.md", "b/to_a/one.md", "b/two.md"]
-    assert reasons(d.problems) == {"a/to_b/to_a": "symlink cycle", "b/to_a/to_b": "symlink cycle"}
+    assert paths(d) == ["a/one.md", "b/two.md"]  # each real folder once, under its own path
+    assert d.problems == []
+    assert reasons(d.skipped) == {
+        "a/to_b": "a link to a folder already indexed as b", "b/to_a": "a link to a folder already indexed as a"
+    }
+    # "a" moved into a dot-folder and reached through a link: walked there, its loop back reported
+    (tmp_path / "a").rename(tmp_path / ".x")
+    os.symlink(".x", tmp_path / "a")
+    os.symlink("../a", tmp_path / ".x" / "back")
+    d = run_with_timeout(lambda: discover(tmp_path, DiscoverSettings()))
+    assert paths(d) == ["a/one.md", "b/two.md"]
+    assert reasons(d.problems) == {"a/back": "symlink cycle"}
+    assert reasons(d.skipped) == {
+        "a/to_b": "a link to a folder already indexed as b", "b/to_a": "a link to a folder already indexed as a"
+    }
 
 
 def test_symlinks_leaving_the_root_are_reported(tmp_path):
@@ -426,3 +440,243 @@ def test_a_file_read_before_and_unchanged_is_not_opened_again(tmp_path, monkeypa
     opened.clear()
     discover_module.discover(tmp_path, known={"old.md": (st.st_size, st.st_mtime_ns - 1)})  # touched since
     assert sorted(opened) == ["new.md", "old.md"]
+
+
+# --------------------------------------------------------------------------------------------
+# .gitignore: bad lines, rules from above the root
+
+
+def test_an_invalid_gitignore_line_is_skipped_not_the_whole_file(tmp_path):
+    """git skips a line it cannot parse and applies the rest; a file it ignores stays out."""
+    write(tmp_path, ".gitignore", "secret.md\n!\n\\\na\\\n[z-a]\n*.log.md\n")
+    write(tmp_path, "public.md")
+    write(tmp_path, "secret.md")
+    write(tmp_path, "x.log.md")
+    write(tmp_path, "sub/.gitignore", "[z-a]\ndraft.md\n")
+    write(tmp_path, "sub/draft.md")
+    write(tmp_path, "sub/kept.md")
+    d = discover(tmp_path, DiscoverSettings())
+    assert paths(d) == ["public.md", "sub/kept.md"]
+    assert [(p.path, p.reason) for p in d.problems] == [
+        (".gitignore", "line 2: invalid pattern '!' skipped (the rest of the file applies)"),
+        (".gitignore", "line 3: invalid pattern '\\\\' skipped (the rest of the file applies)"),
+        (".gitignore", "line 4: invalid pattern 'a\\\\' skipped (the rest of the file applies)"),
+        (".gitignore", "line 5: invalid pattern '[z-a]' skipped (the rest of the file applies)"),
+        ("sub/.gitignore", "line 1: invalid pattern '[z-a]' skipped (the rest of the file applies)"),
+    ]
+    assert d.unread == []  # a bad line is no unreadable entry: nothing indexed is kept because of it
+
+
+def _repository(base: Path) -> Path:
+    """A git repository's skeleton at `base` (no git needed): .git/ with an info/exclude."""
+    write(base, ".git/HEAD", "ref: refs/heads/main\n")
+    write(base, ".git/info/exclude", "# git's own comment lines\nexcluded*.md\n")
+    return base
+
+
+def test_gitignore_files_above_the_root_apply_up_to_the_repository_top(tmp_path):
+    repo = _repository(tmp_path / "repo")
+    write(repo, ".gitignore", "secret/\n*.tmp.md\n/a/notes/top-only.md\n")
+    write(repo, "a/.gitignore", "!keep.tmp.md\n")  # a deeper file re-includes
+    root = repo / "a" / "notes"
+    write(root, ".gitignore", "!excluded-but-kept.md\n")  # the root's own beats info/exclude
+    for rel in ["ok.md", "secret/keys.md", "sub/secret/deep.md", "x.tmp.md", "keep.tmp.md", "top-only.md",
+                "sub/top-only.md", "excluded.md", "sub/excluded2.md", "excluded-but-kept.md"]:
+        write(root, rel)
+    write(tmp_path / "outside", ".gitignore", "*.md\n")  # above the repository: not git's business
+    d = discover(root, DiscoverSettings())
+    assert paths(d) == ["excluded-but-kept.md", "keep.tmp.md", "ok.md", "sub/top-only.md"]
+    assert d.problems == []
+
+    # at the repository's top: its .git/info/exclude applies too
+    assert "a/notes/excluded.md" not in paths(discover(repo, DiscoverSettings()))
+    assert "a/notes/ok.md" in paths(discover(repo, DiscoverSettings()))
+
+
+def test_a_root_inside_a_folder_git_ignores_is_indexed_as_asked(tmp_path):
+    """A private notes folder ignored by its code repository: git's rules stop where git stops looking."""
+    repo = _repository(tmp_path / "repo")
+    write(repo, ".gitignore", "private/\n")
+    write(repo, "private/notes/n.md")
+    assert paths(discover(repo / "private" / "notes", DiscoverSettings())) == ["n.md"]
+    assert paths(discover(repo, DiscoverSettings())) == []
+
+
+def test_a_worktree_or_submodule_git_file_leads_to_its_info_exclude(tmp_path):
+    main = _repository(tmp_path / "main")
+    write(main, ".git/worktrees/wt/commondir", "../..\n")
+    tree = tmp_path / "wt"
+    write(tree, ".git", f"gitdir: {main / '.git' / 'worktrees' / 'wt'}\n")
+    write(tree, ".gitignore", "build/\n")
+    write(tree, "docs/excluded.md")
+    write(tree, "docs/build/out.md")
+    write(tree, "docs/a.md")
+    assert paths(discover(tree / "docs", DiscoverSettings())) == ["a.md"]
+    sub = tmp_path / "sub"  # a submodule's gitdir (relative), with no commondir: its own info/exclude
+    write(main, ".git/modules/sub/info/exclude", "local-only.md\n")
+    write(sub, ".git", f"gitdir: {os.path.relpath(main / '.git' / 'modules' / 'sub', sub)}\n")
+    write(sub, "local-only.md")
+    write(sub, "shared.md")
+    assert paths(discover(sub, DiscoverSettings())) == ["shared.md"]
+
+
+# --------------------------------------------------------------------------------------------
+# mtimes SQLite cannot store, unreadable entries of an index, links forming a DAG, a bad include
+
+_YEAR_2300_NS = 10_413_792_000 * 10**9  # 2300-01-01: past the signed 64-bit nanoseconds of 2262
+
+
+def _future_file(path: Path, text: str) -> None:
+    path.write_text(text)
+    os.utime(path, ns=(_YEAR_2300_NS, _YEAR_2300_NS))
+    if os.stat(path).st_mtime_ns != _YEAR_2300_NS:
+        pytest.skip("this file system cannot store a 2300 mtime")
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_a_file_dated_after_2262_is_indexed_once_and_its_edits_still_seen(tmp_path, capsys):
+    from cli_runner import call
+
+    (tmp_path / "ok.md").write_text("# ok\n\nnormal note about walruses.\n")
+    _future_file(tmp_path / "future.md", "# future\n\nA note with a bogus clock about seals.\n")
+    assert discover(tmp_path).files[0].mtime_ns == 2**63 - 1  # clamped into SQLite's INTEGER
+    code, out, err = call(capsys, "index", "--root", str(tmp_path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["files"] == 2
+    code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
+    again = json.loads(out)
+    assert code == 0 and again["embedded_chunks"] == 0 and again["unchanged"] == 2 and again["changed"] == 0
+    # same size, same (clamped) mtime, other words: the clamped mtime cannot tell, the content does
+    _future_file(tmp_path / "future.md", "# future\n\nA note with a bogus clock about otter.\n")
+    code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["changed"] == 1
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_an_indexed_file_or_folder_that_turns_unreadable_stays_indexed(tmp_path, capsys, monkeypatch):
+    """Permission denied at the OS calls discovery makes (scandir of d/, open of was.md), as a user
+    without the rights would meet it; the index keeps both as they were, and reports them."""
+    from cli_runner import call
+
+    write(tmp_path, "was.md", "# w\n\nnote about voles\n")
+    write(tmp_path, "d/x.md", "# x\n\nnote about moles\n")
+    write(tmp_path, "ok.md", "# ok\n\nnote about hares\n")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    with open(tmp_path / "was.md", "a") as fh:
+        fh.write("more\n")
+    write(tmp_path, "fresh.md", "# f\n\nnew and locked\n")
+    locked = {str(tmp_path / "was.md"), str(tmp_path / "d"), str(tmp_path / "fresh.md")}
+    real_scandir, real_open = os.scandir, open
+
+    def scandir(path):
+        if os.fspath(path) in locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    def denying_open(path, *args, **kwargs):
+        if os.fspath(path) in locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as patched:  # os.scandir is the process's own: undone before teardown
+        patched.setattr(discover_mod.os, "scandir", scandir)
+        patched.setattr(discover_mod, "open", denying_open, raising=False)
+        code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
+        status = json.loads(out)
+        assert status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 3}
+        assert [row["path"] for row in status["not_indexed"]["unreadable"]] == ["d", "fresh.md", "was.md"]
+        code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
+        report = json.loads(out)
+        assert code == 0 and report["deleted"] == 0 and report["new"] == 0 and report["files"] == 3
+    code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")  # readable again: caught up
+    report = json.loads(out)
+    assert report["changed"] == 1 and report["new"] == 1 and report["deleted"] == 0 and report["files"] == 4
+    (tmp_path / "was.md").unlink()  # really gone: deleted as before
+    code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
+    assert json.loads(out)["deleted"] == 1
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_an_unreadable_root_keeps_everything_but_a_vanished_folder_does_not(tmp_path, capsys, monkeypatch):
+    from cli_runner import call
+
+    write(tmp_path, "a.md", "# a\n\nrivers and boats\n")
+    write(tmp_path, "sub/b.md", "# b\n\nmountains\n")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    real_scandir = os.scandir
+
+    def failing_scandir(error):
+        def scandir(path):
+            if os.fspath(path) == str(tmp_path):
+                raise error
+            return real_scandir(path)
+        return scandir
+
+    with monkeypatch.context() as patched:
+        patched.setattr(discover_mod.os, "scandir", failing_scandir(PermissionError(13, "Permission denied")))
+        code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
+        assert code == 0 and json.loads(out)["deleted"] == 0 and json.loads(out)["files"] == 2
+        assert discover(tmp_path).unread == ["."]
+    with monkeypatch.context() as patched:  # vanished while scanning: gone, not unreadable
+        patched.setattr(discover_mod.os, "scandir", failing_scandir(FileNotFoundError(2, "No such file")))
+        d = discover(tmp_path)
+    assert d.unread == [] and reasons(d.problems) == {".": "vanished while scanning"}
+
+
+def test_links_forming_a_dag_walk_each_real_folder_once(tmp_path):
+    """15 folders each linking twice to the next: 32,767 paths for one file before, one now."""
+    for i in range(15):
+        (tmp_path / f"l{i}").mkdir()
+    write(tmp_path, "l14/leaf.md", "# leaf\n\nleaf note about ants.\n")
+    for i in range(14):
+        os.symlink(f"../l{i + 1}", tmp_path / f"l{i}" / "a")
+        os.symlink(f"../l{i + 1}", tmp_path / f"l{i}" / "b")
+    d = run_with_timeout(lambda: discover(tmp_path, DiscoverSettings()), seconds=5.0)
+    assert paths(d) == ["l14/leaf.md"]
+    assert d.problems == []
+    assert reasons(d.skipped) == {
+        f"l{i}/{name}": f"a link to a folder already indexed as l{i + 1}" for i in range(14) for name in "ab"
+    }
+
+
+def test_which_path_a_linked_folder_gets_is_decided_by_path_order(tmp_path):
+    """The real path wins over a link that sorts first; among links to a folder the real walk does
+    not reach, the first in path order; a folder inside one is not walked again through another."""
+    write(tmp_path, "z_real/r.md")
+    os.symlink("z_real", tmp_path / "a_link")
+    write(tmp_path, ".hidden/top.md")
+    write(tmp_path, ".hidden/sub/s.md")
+    os.symlink(".hidden/sub", tmp_path / "m_sub")
+    os.symlink(".hidden", tmp_path / "n_all")
+    os.symlink(".hidden", tmp_path / "o_again")
+    for _ in range(2):  # the same answer every time, whatever order the file system lists entries in
+        d = discover(tmp_path, DiscoverSettings())
+        assert paths(d) == ["m_sub/s.md", "n_all/top.md", "z_real/r.md"]
+        assert reasons(d.skipped) == {
+            "a_link": "a link to a folder already indexed as z_real",
+            "n_all/sub": "a folder already indexed as m_sub",
+            "o_again": "a link to a folder already indexed as n_all",
+        }
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_an_include_that_matches_no_file_is_refused_and_loses_nothing(tmp_path, capsys):
+    from cli_runner import call
+
+    write(tmp_path, "a.md", "# a\n\nrivers and boats\n")
+    write(tmp_path, "b.md", "# b\n\nmountains\n")
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    write(tmp_path, "ragx.toml", '[index]\ninclude = ["*.MD"]\n')
+    code, out, err = call(capsys, "index", "--root", str(tmp_path))
+    assert code == 2 and out == ""
+    errors = [line for line in err.splitlines() if line.startswith("ragx: error:")]
+    assert len(errors) == 1 and "index.include ['*.MD'] matches none of the 2 files" in errors[0]
+    (tmp_path / "ragx.toml").unlink()
+    code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
+    status = json.loads(out)
+    assert status["files"] == 2 and status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+    # an include that matches something, or a corpus with nothing to match, is no error
+    assert discover(tmp_path, DiscoverSettings(include=("a.md",))).include_unmatched == 0
+    (tmp_path / "empty").mkdir()
+    assert discover(tmp_path / "empty", DiscoverSettings(include=("*.MD",))).include_unmatched == 0
+    assert discover(tmp_path, DiscoverSettings(include=("*.MD",))).include_unmatched == 2

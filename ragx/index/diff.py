@@ -1,7 +1,13 @@
 """What changed in a corpus since its last index run: new, changed, deleted and unchanged files.
 
 A file whose size and mtime match the stored row is unchanged without being read; otherwise it is
-hashed, and only a different hash makes it changed (a `touch` is not a change).
+hashed, and only a different hash makes it changed (a `touch` is not a change). So is a file whose
+mtime discovery had to clamp (dated after 2262): its stored mtime cannot tell a change.
+
+What is indexed but cannot be read now (permission denied, an I/O error: a file, or a folder and all
+below it) stays indexed as it was, reported as unreadable, not deleted; its results may be stale.
+An `index.include` matching no file of a non-empty corpus is a typo, not a corpus that emptied: a
+UsageError, before anything is deleted.
 """
 
 from __future__ import annotations
@@ -10,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
-from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes
+from ..errors import UsageError
+from ..ingest.filetypes import is_pdf
+from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes, mtime_is_clamped
 from .store import FileRow, StoredFiles
 
 
@@ -66,30 +74,55 @@ def diff_corpus(
     undecodable = undecodable or {}
     stats = stored.stats
     found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats)
+    if found.include_unmatched:
+        raise UsageError(_include_matches_nothing(settings, found.include_unmatched))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
     for f in found.files:
         stat = stats.get(f.path)
         if stat is None:
             if undecodable.get(f.path) == (f.size, f.mtime_ns):
                 out.undecodable.append(f)
-                out.skipped.append(Problem(f.path, "not valid UTF-8"))
+                out.skipped.append(Problem(f.path, "unreadable PDF" if is_pdf(f.path) else "not valid UTF-8"))
             else:
                 out.new.append(f)
-        elif stat == (f.size, f.mtime_ns):
+        elif stat == (f.size, f.mtime_ns) and not mtime_is_clamped(f.mtime_ns):
             out.unchanged += 1
         else:
-            row = stored[f.path]
-            try:
-                with open(f.abspath, "rb") as fh:
-                    digest = hash_bytes(fh.read())
-            except OSError as exc:
-                out.problems.append(Problem(f.path, exc.strerror or str(exc)))
-                continue
-            if digest == row.hash:
-                out.touched.append((f, row))
-                out.unchanged += 1
-            else:
-                out.changed.append(f)
+            _compare_content(f, stored[f.path], out)
     gone = stats.keys() - {f.path for f in found.files}  # a set difference, not a loop over the stored rows
-    out.deleted = [stored[path] for path in sorted(gone)]
+    out.deleted = [stored[path] for path in sorted(_still_there(gone, found.unread))]
     return out
+
+
+def _compare_content(f: FoundFile, row: FileRow, out: CorpusDiff) -> None:
+    """A file whose stat differs from its row (or whose mtime was clamped): changed only if its bytes are."""
+    try:
+        with open(f.abspath, "rb") as fh:
+            digest = hash_bytes(fh.read())
+    except OSError as exc:  # kept as indexed, like an unreadable file discovery reports
+        out.problems.append(Problem(f.path, exc.strerror or str(exc)))
+        return
+    if digest != row.hash:
+        out.changed.append(f)
+        return
+    out.unchanged += 1
+    if (row.size, row.mtime_ns) != (f.size, f.mtime_ns):  # a clamped mtime already stored: no row to rewrite
+        out.touched.append((f, row))
+
+
+def _still_there(gone: set[str], unread: list[str]) -> set[str]:
+    """The paths of `gone` that are really gone: not an unreadable file, nor below an unreadable folder
+    ("." when the root itself could not be listed). Only the few paths not found are looked at."""
+    if not unread or not gone:
+        return gone
+    if "." in unread:
+        return set()
+    unread_set, unread_folders = set(unread), tuple(path + "/" for path in unread)
+    return {path for path in gone if path not in unread_set and not path.startswith(unread_folders)}
+
+
+def _include_matches_nothing(settings: Settings, left_out: int) -> str:
+    globs = ", ".join(repr(glob) for glob in settings.index.include)
+    files = "1 file" if left_out == 1 else f"{left_out} files"
+    return (f"index.include [{globs}] matches none of the {files} in the corpus: nothing was indexed or deleted "
+            "(globs are gitignore-style and case-sensitive, e.g. '*.md'; see `ragx config get index.include`)")

@@ -1,6 +1,7 @@
-"""Find the files of a corpus: walk the tree under a root, honour nested .gitignore files and the
-include/exclude globs, skip dot-entries, binaries and oversized files, follow symlinks that stay
-inside the root (with cycle detection), and report what could not be read.
+"""Find the files of a corpus: walk the tree under a root, honour the .gitignore files (nested ones,
+those above the root up to the top of the enclosing git repository, and its .git/info/exclude) and
+the include/exclude globs, skip dot-entries, binaries and oversized files, follow symlinks that stay
+inside the root (each real folder walked once, cycles detected), and report what could not be read.
 
 Discovery never decodes file contents; :func:`read_text` does that for the indexer and raises
 :class:`NotUTF8Error` (a :class:`UnicodeDecodeError`) for files that are not UTF-8.
@@ -16,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ragx.ingest.filetypes import is_default_name
+from ragx.ingest.filetypes import is_default_name, is_pdf
 
 if TYPE_CHECKING:  # pathspec (~11 ms to import) loads only for a .gitignore or include/exclude globs
     from pathspec import GitIgnoreSpec
+    from pathspec.util import CheckResult
 
 __all__ = [
     "ALWAYS_SKIPPED_DIRS",
@@ -31,6 +33,7 @@ __all__ = [
     "Problem",
     "discover",
     "hash_bytes",
+    "mtime_is_clamped",
     "read_text",
 ]
 
@@ -43,6 +46,11 @@ ALWAYS_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 ROOT_SKIPPED_FILES = frozenset({"ragx.toml"})
 
 _GITIGNORE = ".gitignore"
+
+# The index stores mtime_ns in a SQLite INTEGER, a signed 64-bit number: a file dated after 2262 (or
+# before 1677), a bogus clock or a crafted `touch -d`, would otherwise crash the run's insert.
+_MTIME_NS_MAX = 2**63 - 1
+_MTIME_NS_MIN = -(2**63)
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,17 @@ class Discovery:
     files: list[FoundFile] = field(default_factory=list)  # sorted by path
     problems: list[Problem] = field(default_factory=list)  # worth a warning
     skipped: list[Problem] = field(default_factory=list)  # quietly skipped (binary, too large)
+    # Files and folders that are there but could not be read (permission denied, an I/O error), a
+    # subset of the problems' paths: what an index holds at or below them is kept, not deleted.
+    unread: list[str] = field(default_factory=list)
+    # With `include` set and matching no path at all: how many files it left out (else 0); a typo
+    # such as "*.MD" is bad input, not a corpus that emptied.
+    include_unmatched: int = 0
+
+
+def mtime_is_clamped(mtime_ns: int) -> bool:
+    """Whether discovery clamped this mtime into SQLite's range: such a file is compared by content."""
+    return mtime_ns == _MTIME_NS_MAX or mtime_ns == _MTIME_NS_MIN
 
 
 class NotUTF8Error(UnicodeDecodeError):
@@ -121,13 +140,56 @@ def _reason(exc: OSError) -> str:
     return (exc.strerror or type(exc).__name__).lower()
 
 
-_Levels = tuple[tuple[str, "GitIgnoreSpec"], ...]  # (directory prefix "a/b/" or "", its .gitignore)
+def _still_there(exc: OSError) -> bool:
+    """Whether an entry that could not be read still exists (denied, an I/O error), unlike one the
+    error says is gone (vanished, replaced by a file, a symlink loop)."""
+    return not isinstance(exc, (FileNotFoundError, NotADirectoryError)) and exc.errno != errno.ELOOP
+
+
+def _storable_mtime(mtime_ns: int) -> int:  # see _MTIME_NS_MAX
+    return _MTIME_NS_MAX if mtime_ns > _MTIME_NS_MAX else _MTIME_NS_MIN if mtime_ns < _MTIME_NS_MIN else mtime_ns
 
 
 def _spec(lines) -> GitIgnoreSpec:
     from pathspec import GitIgnoreSpec
 
     return GitIgnoreSpec.from_lines(lines)
+
+
+def _spec_of_valid_lines(lines: list[str]) -> tuple[GitIgnoreSpec, list[tuple[int, str]]]:
+    """The rules of a .gitignore's lines and the (line number, line) of each invalid one, left out:
+    git skips a bad line and applies the rest of the file, and so does this."""
+    try:
+        return _spec(lines), []  # the common case: one compile, no line checked on its own
+    except Exception:  # noqa: BLE001 - pathspec raises its own error, or re.error for "[z-a]"
+        pass
+    bad: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            _spec([line])
+        except Exception:  # noqa: BLE001 - as above
+            bad.append((number, line))
+    bad_numbers = {number for number, _ in bad}
+    return _spec([line for number, line in enumerate(lines, 1) if number not in bad_numbers]), bad
+
+
+class _Reanchored:
+    """The rules of a .gitignore (or .git/info/exclude) above the root. Its patterns are relative to
+    its own folder, so a path under the root is matched with the root's place there in front."""
+
+    __slots__ = ("spec", "root_from_here")
+
+    def __init__(self, spec: GitIgnoreSpec, root_from_here: str):
+        self.spec = spec
+        self.root_from_here = root_from_here  # "notes/" for a root at <this folder>/notes, "" for here
+
+    def check_file(self, rel: str) -> CheckResult[str]:
+        return self.spec.check_file(self.root_from_here + rel)
+
+
+# (directory prefix "a/b/" or "", the rules of a .gitignore there); rules from above the root have
+# the prefix "" and come first, so that the deepest file is asked first, as git asks.
+_Levels = tuple[tuple[str, "GitIgnoreSpec | _Reanchored"], ...]
 
 
 def _ignored(rel: str, levels: _Levels) -> bool:
@@ -144,6 +206,91 @@ def _inside(real: str, root_real: str, root_prefix: str) -> bool:
     return real == root_real or real.startswith(root_prefix)
 
 
+def _posix_rel(path: str, start: str) -> str:
+    """`path` relative to `start` as a folder prefix: "a/b/", or "" for `start` itself."""
+    rel = os.path.relpath(path, start)
+    return "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
+
+
+def _ignored_above(folder: str, found: list[tuple[str, GitIgnoreSpec]]) -> bool:
+    """Whether rules from above the root, (their folder, rules) top first, ignore `folder`."""
+    for base, spec in reversed(found):
+        result = spec.check_file(_posix_rel(folder, base))
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# the enclosing git repository: its rules from above the root, found without running git
+
+
+def _enclosing_repository(root_real: str) -> tuple[str, str | None] | None:
+    """(top folder, git dir or None) of the git repository holding `root_real`, found as git finds
+    it: the nearest folder upwards with a `.git` entry, a folder or a file "gitdir: <path>" (a
+    worktree, a submodule), not crossing into another file system. Two stats a level: cheap."""
+    folder = root_real
+    try:
+        device = os.stat(folder).st_dev
+    except OSError:
+        return None
+    while True:
+        dot_git = os.path.join(folder, ".git")
+        try:
+            st = os.stat(dot_git)
+        except OSError:
+            st = None
+        if st is not None:
+            if stat_mod.S_ISDIR(st.st_mode):
+                return folder, dot_git
+            return folder, _gitdir_of_file(dot_git)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        try:
+            if os.stat(parent).st_dev != device:
+                return None
+        except OSError:
+            return None
+        folder = parent
+
+
+def _gitdir_of_file(dot_git: str) -> str | None:
+    """The git dir a `.git` file names ("gitdir: ../.git/worktrees/x"), relative to its folder."""
+    try:
+        with open(dot_git, "rb") as fh:
+            first = fh.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return os.path.join(os.path.dirname(dot_git), first[len("gitdir:") :].strip())
+
+
+def _info_exclude(gitdir: str) -> str:
+    """info/exclude of a git dir; a worktree's is its main repository's (the `commondir` file)."""
+    try:
+        with open(os.path.join(gitdir, "commondir"), "rb") as fh:
+            common = fh.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        common = ""
+    return os.path.join(gitdir, common, "info", "exclude") if common else os.path.join(gitdir, "info", "exclude")
+
+
+# --------------------------------------------------------------------------------------------
+# the walk
+
+
+class _Queued(NamedTuple):
+    """A folder to walk."""
+
+    path: str  # as walked (through links)
+    real: str  # its real path
+    rel_prefix: str  # its path relative to the root with a trailing "/" ("" for the root)
+    levels: _Levels  # the .gitignore rules that apply in it
+    ancestors: frozenset[str]  # the real paths of the folders above it, itself included (cycles)
+
+
 class _Walker:
     def __init__(self, root: str, settings: DiscoverSettings, known: Mapping[str, tuple[int, int]] | None = None):
         self.settings = settings
@@ -153,10 +300,19 @@ class _Walker:
         self.root_prefix = self.root_real.rstrip(os.sep) + os.sep
         self.include = _spec(settings.include) if settings.include else None
         self.exclude = _spec(settings.exclude) if settings.exclude else None
+        self.include_matched = self.include_unmatched = 0
+        # Each real folder is walked once: real path -> the path it is indexed under ("" = the root).
+        self.walked: dict[str, str] = {self.root_real: ""}
+        self.links: list[_Queued] = []  # folder links met, followed once the real tree is walked
         self.out = Discovery()
 
     def problem(self, path: str, reason: str) -> None:
         self.out.problems.append(Problem(path, reason))
+
+    def unreadable(self, path: str, exc: OSError) -> None:
+        self.problem(path, _reason(exc))
+        if _still_there(exc):
+            self.out.unread.append(path)
 
     def skip(self, path: str, reason: str) -> None:
         self.out.skipped.append(Problem(path, reason))
@@ -166,17 +322,58 @@ class _Walker:
             if not os.path.exists(self.root_abs):
                 raise FileNotFoundError(errno.ENOENT, "corpus root does not exist", self.root_abs)
             raise NotADirectoryError(errno.ENOTDIR, "corpus root is not a directory", self.root_abs)
-        # stack of (dir path as walked, its real path, rel prefix "a/b/", .gitignore levels,
-        # real paths of the directories above it)
-        stack: list[tuple[str, str, str, _Levels, frozenset[str]]] = [
-            (self.root_abs, self.root_real, "", (), frozenset((self.root_real,)))
-        ]
-        while stack:
-            self.walk_dir(*stack.pop(), stack)
+        self.walk_tree(_Queued(self.root_abs, self.root_real, "", self.repository_levels(), frozenset((self.root_real,))))
+        while self.links:
+            self.follow_links()
+        if self.include is not None and not self.include_matched:
+            self.out.include_unmatched = self.include_unmatched
         self.out.files.sort(key=lambda f: f.path)
         self.out.problems.sort(key=lambda p: p.path)
         self.out.skipped.sort(key=lambda p: p.path)
+        self.out.unread.sort()
         return self.out
+
+    def repository_levels(self) -> _Levels:
+        """The rules that reach the root from above: the enclosing repository's .git/info/exclude,
+        then each .gitignore from its top down to the root's parent (the root's own is walked), each
+        re-anchored at the root. None at all when the root lies in a folder those rules ignore: git
+        looks no further there, so its rules say nothing about the folder the user asked for."""
+        repository = _enclosing_repository(self.root_real)
+        if repository is None:
+            return ()
+        top, gitdir = repository
+        found: list[tuple[str, GitIgnoreSpec]] = []  # (the folder its patterns are relative to, rules)
+        if gitdir is not None:
+            self.add_rules(found, top, _info_exclude(gitdir))
+        folder = top
+        for name in _posix_rel(self.root_real, top).split("/")[:-1]:
+            self.add_rules(found, folder, os.path.join(folder, _GITIGNORE))
+            folder = os.path.join(folder, name)
+            if _ignored_above(folder, found):
+                return ()
+        return tuple(("", _Reanchored(spec, _posix_rel(self.root_real, base))) for base, spec in found)
+
+    def add_rules(self, found: list[tuple[str, GitIgnoreSpec]], base: str, path: str) -> None:
+        """Append the rules of the ignore file at `path` (above the root) if there is one."""
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.problem(_posix_rel(path, self.root_real).rstrip("/"), _reason(exc))
+            return
+        spec = self.rules_of(raw, _posix_rel(path, self.root_real).rstrip("/"))
+        if spec is not None:
+            found.append((base, spec))
+
+    def rules_of(self, raw: bytes, shown_as: str) -> GitIgnoreSpec | None:
+        """The rules of an ignore file's bytes; each invalid line is reported and left out."""
+        spec, bad = _spec_of_valid_lines(raw.decode("utf-8", errors="replace").splitlines())
+        for number, line in bad:
+            self.problem(shown_as, f"line {number}: invalid pattern {line!r} skipped (the rest of the file applies)")
+        # Comments only (git's own info/exclude of every new repository): no rules to ask per path.
+        return spec if any(pattern.include is not None for pattern in spec.patterns) else None
 
     def load_gitignore(self, path: str, rel_prefix: str, levels: _Levels) -> _Levels:
         try:
@@ -185,21 +382,17 @@ class _Walker:
         except OSError as exc:
             self.problem(rel_prefix + _GITIGNORE, _reason(exc))
             return levels
-        lines = raw.decode("utf-8", errors="replace").splitlines()
-        try:
-            spec = _spec(lines)
-        except Exception as exc:  # a malformed pattern must not stop the walk
-            self.problem(rel_prefix + _GITIGNORE, f"unusable .gitignore: {exc}")
-            return levels
-        return levels + ((rel_prefix, spec),)
+        spec = self.rules_of(raw, rel_prefix + _GITIGNORE)
+        return levels + ((rel_prefix, spec),) if spec is not None else levels
 
-    def walk_dir(self, dir_abs, dir_real, rel_prefix, levels, ancestors, stack) -> None:
+    def walk_dir(self, queued: _Queued, stack: list[_Queued]) -> None:
+        dir_abs, dir_real, rel_prefix, levels, ancestors = queued
         settings = self.settings
         try:
             with os.scandir(dir_abs) as it:
                 entries = list(it)
         except OSError as exc:
-            self.problem(rel_prefix.rstrip("/") or ".", _reason(exc))
+            self.unreadable(rel_prefix.rstrip("/") or ".", exc)
             return
         for entry in entries:
             if entry.name == _GITIGNORE:
@@ -240,17 +433,18 @@ class _Walker:
                     if self.candidate_file(rel, name, levels):
                         self.problem(rel, "symlink cycle")
                 else:
-                    self.problem(rel, _reason(exc))
+                    self.unreadable(rel, exc)
                 continue
 
             if is_dir:
-                self.visit_dir(entry, dir_real, name, rel, levels, ancestors, stack, is_link)
+                self.visit_dir(entry, dir_real, rel, levels, ancestors, is_link, stack)
             else:
                 self.visit_file(entry, name, rel, levels, is_link, st)
 
-    def visit_dir(self, entry, dir_real, name, rel, levels, ancestors, stack, is_link) -> None:
-        """Queue a subdirectory (or a followed link to one) unless it is skipped, ignored or a cycle."""
-        if name in ALWAYS_SKIPPED_DIRS:
+    def visit_dir(self, entry, dir_real, rel, levels, ancestors, is_link, stack) -> None:
+        """Queue a subdirectory, or set aside a link to one (see follow_links), unless it is skipped,
+        ignored, a cycle or a folder walked already."""
+        if entry.name in ALWAYS_SKIPPED_DIRS:
             return
         rel_dir = rel + "/"
         if levels and _ignored(rel_dir, levels):
@@ -261,12 +455,37 @@ class _Walker:
             real = self.link_target(entry.path, rel)
             if real is None:
                 return
-        else:
-            real = os.path.join(dir_real, name)
-        if real in ancestors:
-            self.problem(rel, "symlink cycle")
+            if real in ancestors:
+                self.problem(rel, "symlink cycle")
+                return
+            self.links.append(_Queued(entry.path, real, rel_dir, levels, ancestors))
             return
-        stack.append((entry.path, real, rel_dir, levels, ancestors | {real}))
+        real = os.path.join(dir_real, entry.name)
+        if real in self.walked:  # a real folder inside a linked one, reached by an earlier link already
+            self.skip(rel, f"a folder already indexed as {self.walked[real] or '.'}")
+            return
+        self.walked[real] = rel
+        stack.append(_Queued(entry.path, real, rel_dir, levels, ancestors | {real}))
+
+    def walk_tree(self, top: _Queued) -> None:
+        stack = [top]
+        while stack:
+            self.walk_dir(stack.pop(), stack)
+
+    def follow_links(self) -> None:
+        """The folder links met so far, in path order, each walked in full before the next is judged.
+        Every real folder is walked once: a DAG of links would otherwise multiply its files (15 folders
+        linking twice to the next: 32,767 paths for one file). The real tree is walked first, so a
+        folder is indexed under its own path; one the real walk does not reach (a dot-folder, an
+        ignored one) under the first link to it in path order. Links met on the way wait their turn."""
+        links, self.links = sorted(self.links, key=lambda q: q.rel_prefix), []
+        for link in links:
+            rel = link.rel_prefix[:-1]
+            if link.real in self.walked:
+                self.skip(rel, f"a link to a folder already indexed as {self.walked[link.real] or '.'}")
+                continue
+            self.walked[link.real] = rel
+            self.walk_tree(link._replace(ancestors=link.ancestors | {link.real}))
 
     def visit_file(self, entry, name, rel, levels, is_link, st) -> None:
         """Record a candidate file (or a broken link, a fifo, a socket, a device), or say why not."""
@@ -283,7 +502,7 @@ class _Walker:
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError as exc:
-                self.problem(rel, _reason(exc))
+                self.unreadable(rel, exc)
                 return
         if not stat_mod.S_ISREG(st.st_mode):
             self.skip(rel, "not a regular file")
@@ -291,19 +510,23 @@ class _Walker:
         if st.st_size > settings.max_file_bytes:
             self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
             return
-        if self.known.get(rel) == (st.st_size, st.st_mtime_ns):  # read when indexed, unchanged since
-            self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
-            return
+        mtime_ns = st.st_mtime_ns
+        if _MTIME_NS_MIN < mtime_ns < _MTIME_NS_MAX:
+            if self.known.get(rel) == (st.st_size, mtime_ns):  # read when indexed, unchanged since
+                self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns))
+                return
+        else:  # a clamped mtime no longer tells a change: sniffed again here, hashed again by the diff
+            mtime_ns = _storable_mtime(mtime_ns)
         try:
             with open(entry.path, "rb") as fh:
                 head = fh.read(BINARY_SNIFF_BYTES)
         except OSError as exc:
-            self.problem(rel, _reason(exc))
+            self.unreadable(rel, exc)
             return
-        if b"\0" in head and not rel.lower().endswith(".pdf"):  # PDFs: text comes from ragx/ingest/pdf.py
+        if b"\0" in head and not is_pdf(rel):  # PDFs: text comes from ragx/ingest/pdf.py
             self.skip(rel, "binary")
             return
-        self.out.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+        self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns))
 
     def link_target(self, path: str, rel: str) -> str | None:
         """The real path a symlink points to, or None (reported) when it leaves the root."""
@@ -321,7 +544,9 @@ class _Walker:
             return False
         if self.include is not None:
             if not self.include.match_file(rel):
+                self.include_unmatched += 1
                 return False
+            self.include_matched += 1
         elif not is_default_name(name):
             return False
         if self.exclude is not None and self.exclude.match_file(rel):
