@@ -180,5 +180,7 @@ def date_rows(files: list[tuple[int, str, int]], heads: dict[int, str], from_git
 def iso(seconds: float) -> str:
     """ISO 8601 in UTC to the second; the year always has four digits (strftime's %Y drops the zeros
     of years before 1000 on glibc)."""
-    t = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    # Dates are refused outside that span where they are read (printable); an index dated before that
+    # rule may still hold one until its next run re-dates it: shown at the edge, never a crash.
+    t = datetime.fromtimestamp(min(max(seconds, FIRST_SECOND), LAST_SECOND), tz=timezone.utc)
     return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
