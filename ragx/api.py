@@ -156,8 +156,8 @@ class Corpus:
             p = p.replace(top=WIDE_TOP)
         filters = Filters(tuple(tags), None if path_glob is None else relative_glob(path_glob, str(self.root)))
         options = QueryOptions(files_only=files_only, explain=explain, expand=expand, filters=filters, enforce_evidence=evidence_check)
-        doc = self.searcher.search(text, p, options)
-        return annotate(doc, self.searcher.store, self.root, time, wanted)
+        store = self.searcher.store
+        return self.searcher.search(text, p, options, finish=lambda doc: annotate(doc, store, self.root, time, wanted))
 
     def global_query(self, text: str, *, top: int = 5, chunks: int = 3, evidence_check: bool = True) -> dict[str, Any]:
         """Communities (topics) ranked for a corpus-level question: the payload of ragx.global.v1.
@@ -232,10 +232,12 @@ class Corpus:
         The document names the target as `what` (`neighbours` is read as `neighbors`)."""
         from .inspect_args import checked
 
+        from .file_context import mark_stale
+
         name, value = checked(what, arg)
         searcher = self.searcher
-        with searcher.reading() as snap:
-            return {"what": name, **self._inspect(searcher.store, snap, name, value)}
+        with searcher.reading() as snap:  # the file rows behind `stale` from the same commit as the chunks
+            return mark_stale({"what": name, **self._inspect(searcher.store, snap, name, value)}, searcher.store, self.root)
 
     def _inspect(self, store: Store, snap: Snapshot, what: str, arg: str | int | None) -> dict[str, Any]:
         from .index import inspect

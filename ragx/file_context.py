@@ -143,6 +143,20 @@ def _apply_time(results: list[dict[str, Any]], opts: TimeOptions) -> list[dict[s
     return [kept[i] for i in order.tolist()]
 
 
+def mark_stale(doc: dict[str, Any], store: "Store", root: Path) -> dict[str, Any]:
+    """`stale` on every located entry of an inspect document (the document itself when it names a
+    `file`, and the entries of its `chunks` / `neighbors` lists): the same test as a search result's,
+    against the file rows of the caller's read transaction."""
+    entries = [doc] if "file" in doc else []
+    for key in ("chunks", "neighbors"):
+        entries += [e for e in doc.get(key, ()) if isinstance(e, dict) and "file" in e]
+    info = store.file_info(sorted({e["file"] for e in entries}))
+    for e in entries:
+        size, mtime_ns = info.get(e["file"], (None, None, None, None))[:2]
+        e["stale"] = _stale(root / e["file"], size, mtime_ns)
+    return doc
+
+
 def _stale(path: Path, size: int | None, mtime_ns: int | None) -> bool:
     if size is None:
         return True

@@ -151,3 +151,16 @@ def test_inspect_names_its_target_one_way_whatever_the_spelling(corpus, capsys):
     code, out, err = call(capsys, "inspect", "neighbours", "1", "--root", str(corpus), "--json")
     assert code == 0, err
     assert json.loads(out)["what"] == "neighbors"
+
+
+def test_inspect_says_when_the_file_changed_since_it_was_indexed(corpus, capsys):
+    assert call(capsys, "index", "--root", str(corpus))[0] == 0
+    doc = json.loads(call(capsys, "inspect", "file", "a.md", "--root", str(corpus), "--json")[1])
+    assert doc["stale"] is False
+    chunk = doc["chunks"][0]["chunk_id"]
+    (corpus / "a.md").write_text("# New heading\n\n# Alpha\n\nThe alpha file talks about rivers and boats.\n")
+    code, out, _ = call(capsys, "inspect", "chunk", str(chunk), "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["stale"] is True
+    assert json.loads(call(capsys, "inspect", "file", "a.md", "--root", str(corpus), "--json")[1])["stale"] is True
+    code, text, _ = call(capsys, "inspect", "chunk", str(chunk), "--root", str(corpus))
+    assert code == 0 and "the file changed since it was indexed" in text and "(stale)" in text

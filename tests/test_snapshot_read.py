@@ -62,6 +62,28 @@ def test_a_commit_during_a_query_does_not_change_what_it_reads(corpus, monkeypat
     assert after["generation"] == 2 and not any(r["file"].startswith("cooking-") for r in after["results"])
 
 
+def test_a_result_read_before_a_commit_is_stale_when_its_file_changed_in_that_commit(corpus, monkeypatch, fake_model):
+    """The file rows behind `stale` and `date` come from the results' own commit: an index run that
+    commits an edit while the query runs cannot make the old text look fresh (lines that no longer
+    hold it, `stale: false`)."""
+    real_pass = searcher_mod.retrieval_pass
+
+    def pass_then_edit_and_commit(*args, **kwargs):
+        c = real_pass(*args, **kwargs)
+        for path in corpus.glob("cooking-*.md"):
+            path.write_text("# A heading added above\n\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        run_index(corpus, load_settings(corpus), HashEmbedder())
+        return c
+
+    monkeypatch.setattr(searcher_mod, "retrieval_pass", pass_then_edit_and_commit)
+    doc = Corpus(corpus).query(QUERY)
+    cooking = [r for r in doc["results"] if r["file"].startswith("cooking-")]
+    assert doc["generation"] == 1 and cooking
+    for r in cooking:
+        on_disk = (corpus / r["file"]).read_bytes()[r["byte_start"]: r["byte_end"]].decode("utf-8", "replace")
+        assert on_disk != r["text"] and r["stale"] is True
+
+
 def test_a_generation_folder_deleted_while_loading_is_retried_on_the_newer_one(corpus, monkeypatch):
     searcher = Searcher(Layout(corpus), HashEmbedder)
     real_load = Snapshot.load

@@ -28,7 +28,9 @@ def inspect_command(
     if json_out:
         emit_json(schemas.INSPECT, doc)
         return
-    loc = lambda r: f"{escape(one_line(r['file']))}:{r['line_start']}-{r['line_end']}"  # noqa: E731
+    loc = lambda r: f"{escape(one_line(r['file']))}:{r['line_start']}-{r['line_end']}" + ("  [yellow](stale)[/]" if r.get("stale") else "")  # noqa: E731
+    if doc.get("stale"):
+        out.print("[yellow]the file changed since it was indexed: these lines may no longer hold this text (run `ragx index`)[/]")
     if what == "chunk":
         out.print(f"[bold]chunk {doc['chunk_id']}[/]  {loc(doc)}  {doc['kind']}, {doc['n_tokens']} tokens, "
                   f"community {doc['community']}, {doc['degree']} neighbours")

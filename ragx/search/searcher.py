@@ -191,7 +191,12 @@ class Searcher:
         c.rerank[picked] = scores
         c.rerank_model = getattr(reranker, "name", None)
 
-    def search(self, query: str, params: Params, options: QueryOptions) -> dict[str, Any]:
+    def search(self, query: str, params: Params, options: QueryOptions,
+               finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """One query's document. `finish` (e.g. file_context.annotate: dates, staleness, time filters)
+        runs on it inside the same read transaction, so the file rows it reads belong to the commit
+        the results came from: a result can never carry a later commit's size and mtime, which would
+        call old text fresh."""
         if not query.strip():
             raise UsageError("empty query")
         variants, qvecs, note = query_vectors(query, self.embedder, self._expander_factory, options.expand)
@@ -208,15 +213,14 @@ class Searcher:
             ranking = score(c, params, prepared)
             build = files_document if options.files_only else chunks_document
             doc = build(self.store, c, ranking, params, options)
-            generation = self._generation
-        doc.update(describe_evidence(c, verdict, options))
-        doc["query"] = query
-        doc["params"] = dataclasses.asdict(params)
-        doc["variants"] = c.variants
-        doc["expand"] = {"used": False, **c.notes.get("expand", {})}
-        doc["rerank"] = {"used": ranking.reranked, "model": c.rerank_model, **c.notes.get("rerank", {})}
-        doc["generation"] = generation
-        return doc
+            doc.update(describe_evidence(c, verdict, options))
+            doc["query"] = query
+            doc["params"] = dataclasses.asdict(params)
+            doc["variants"] = c.variants
+            doc["expand"] = {"used": False, **c.notes.get("expand", {})}
+            doc["rerank"] = {"used": ranking.reranked, "model": c.rerank_model, **c.notes.get("rerank", {})}
+            doc["generation"] = self._generation
+            return finish(doc) if finish is not None else doc
 
     def close(self) -> None:
         self.store.close()
