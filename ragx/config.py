@@ -310,8 +310,8 @@ def parse_value(dotted: str, text: str) -> Any:
     """Parse a command-line value (`ragx config set KEY VALUE`) according to the key's type."""
     section, key = split_key(dotted)
     want = field_type(section, key)
-    if want is str:
-        return coerce(section, key, text, "command line")  # its CHOICES, if it has some
+    if want is str:  # bare text is the string itself; a quoted TOML string (as `config get` lists it) is unquoted
+        return coerce(section, key, _toml_string(text), "command line")  # its CHOICES, if it has some
     try:
         value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -320,6 +320,19 @@ def parse_value(dotted: str, text: str) -> Any:
         else:
             raise ConfigError(f"{dotted}: cannot read {text!r} as {want.__name__}") from None
     return coerce(section, key, value, "command line")
+
+
+def _toml_string(text: str) -> str:
+    """`"query: "` or `'query: '` (a whole TOML string, quotes and escapes as TOML reads them) -> its
+    content; any other text as it is."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            return text
+        if isinstance(value, str):
+            return value
+    return text
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -63,6 +63,18 @@ def test_set_keeps_comments_and_types(tmp_path):
         parse_value("graph.k", "many")
 
 
+@pytest.mark.parametrize("typed, stored", [
+    ('"query: "', "query: "),          # as `ragx config get` lists a string: read as TOML, quotes gone
+    ("'query: '", "query: "),
+    ('"a \\"b\\""', 'a "b"'),        # TOML escapes
+    ("query: ", "query: "),            # bare text is the string itself
+    ('say "hi"', 'say "hi"'),          # quotes inside bare text stay
+    ('"unclosed', '"unclosed'),
+])
+def test_a_string_value_may_be_written_bare_or_as_toml(typed, stored):
+    assert parse_value("embeddings.query_prefix", typed) == stored
+
+
 def test_root_is_found_walking_up(tmp_path, monkeypatch):
     (tmp_path / "ragx.toml").write_text("")
     deep = tmp_path / "a" / "b"

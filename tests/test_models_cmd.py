@@ -130,3 +130,55 @@ def test_use_of_the_default_model_writes_no_ragx_toml(tmp_path, capsys):
     code, _, err = call(capsys, "models", "--use", "embedded:all-MiniLM-L6-v2", "--root", str(tmp_path))
     assert code == 0 and "already in use" in err, err
     assert not (tmp_path / "ragx.toml").exists()
+
+
+def _raw_server(answer):
+    """A loopback TCP server that reads a request and answers with `answer(conn)`: no HTTP library, so
+    it can be anything a usual port may hold (another protocol, a cut answer, a slow drip)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                try:
+                    answer(conn)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+def _drip(conn):
+    import time
+
+    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100000\r\n\r\n")
+    for _ in range(500):  # a byte every 0.1 s: each socket read is quick, the answer takes 50 s
+        conn.sendall(b" ")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda c: c.sendall(b"SSH-2.0-OpenSSH_9.6\r\n"), "not reachable"),                                  # not HTTP
+    (lambda c: c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 500\r\n\r\n{\"data\": ["), "did not answer JSON"),  # cut short
+    (lambda c: c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\n{\"data\": null}"), "without a list of models"),
+    (_drip, "no complete answer to GET /models within"),
+])
+def test_whatever_answers_on_a_port_is_listed_not_an_internal_error(tmp_path, capsys, answer, words):
+    listener, url = _raw_server(answer)
+    try:
+        code, out, err = call(capsys, "models", "--url", url, "--root", str(tmp_path), "--json")
+    finally:
+        listener.close()
+    assert code == 0, err
+    reasons = {u["what"]: u["reason"] for u in json.loads(out)["unreachable"]}
+    assert words in reasons[f"--url ({url})"]

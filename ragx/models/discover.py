@@ -14,9 +14,11 @@ it is not a measurement of retrieval quality.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -29,7 +31,9 @@ USUAL_SERVERS = (
     ("vLLM", "http://localhost:8000/v1"),
     ("llama.cpp server / LocalAI", "http://localhost:8080/v1"),
 )
-PROBE_SECONDS = 0.5
+PROBE_SECONDS = 0.5       # each socket operation of a probe
+PROBE_DEADLINE = 2.0      # all the probes together (they run at once)
+MAX_ANSWER_BYTES = 4_000_000  # a model list is a few KB; more is not an OpenAI-compatible server
 EMBEDDING_HINTS = ("embed", "bge", "e5-", "gte", "minilm", "mpnet", "nomic", "arctic", "jina", "retriev")
 ST_MARKERS = ("modules.json", "config_sentence_transformers.json")
 EMBEDDED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what the onnx engine needs
@@ -102,21 +106,48 @@ def st_folders(search: list[Path], max_depth: int = 4) -> list[Candidate]:
     return sorted(found, key=lambda c: c.id)
 
 
+def probe_servers(servers: list[tuple[str, str]]) -> list[tuple[list[Candidate], dict[str, str] | None]]:
+    """probe_server for every (name, base_url) at once, all within PROBE_DEADLINE: a socket timeout
+    bounds each read, not a server that answers a byte at a time, so each probe runs in a daemon
+    thread and whatever has not answered by the deadline is listed as such (and left behind)."""
+    results: list[tuple[list[Candidate], dict[str, str] | None] | None] = [None] * len(servers)
+
+    def run(i: int, name: str, base_url: str) -> None:
+        results[i] = probe_server(name, base_url)
+
+    threads = [threading.Thread(target=run, args=(i, *server), daemon=True) for i, server in enumerate(servers)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + PROBE_DEADLINE
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    late = f"no complete answer to GET /models within {PROBE_DEADLINE:g} s"
+    return [r if r is not None else ([], {"what": f"{name} ({url})", "reason": late}) for r, (name, url) in zip(results, servers)]
+
+
 def probe_server(name: str, base_url: str) -> tuple[list[Candidate], dict[str, str] | None]:
     """Models served at `base_url` (GET {base_url}/models), or why it could not be asked."""
     url = base_url.rstrip("/") + "/models"
+    what = f"{name} ({base_url})"
     try:
         with urllib.request.urlopen(url, timeout=PROBE_SECONDS) as resp:
-            doc = json.loads(resp.read().decode("utf-8"))
+            body = resp.read(MAX_ANSWER_BYTES + 1)
+        if len(body) > MAX_ANSWER_BYTES:
+            return [], {"what": what, "reason": f"GET /models answered more than {MAX_ANSWER_BYTES // 1_000_000} MB"}
+        doc = json.loads(body.decode("utf-8"))
     except urllib.error.HTTPError as exc:
-        return [], {"what": f"{name} ({base_url})", "reason": f"HTTP {exc.code} from GET /models"}
-    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return [], {"what": f"{name} ({base_url})", "reason": f"not reachable: {reason}"}
+        return [], {"what": what, "reason": f"HTTP {exc.code} from GET /models"}
+    # Anything listening on a usual port may be no HTTP server at all (a bad status line, a cut answer).
+    except (OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}".rstrip(": ")
+        return [], {"what": what, "reason": f"not reachable: {reason}"}
     except (ValueError, UnicodeDecodeError):
-        return [], {"what": f"{name} ({base_url})", "reason": "GET /models did not answer JSON"}
+        return [], {"what": what, "reason": "GET /models did not answer JSON"}
+    listed = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(listed, list):
+        return [], {"what": what, "reason": "GET /models answered JSON without a list of models (`data`)"}
     out = []
-    for entry in doc.get("data", []) if isinstance(doc, dict) else []:
+    for entry in listed:
         model = str(entry.get("id", "")) if isinstance(entry, dict) else ""
         if not model:
             continue
@@ -153,8 +184,7 @@ def survey(urls: list[str] | None = None, search: list[Path] | None = None) -> d
     candidates, unreachable = embedded_candidate()
     candidates += st_folders([*default_search_folders(), *(search or [])])
     servers = [*USUAL_SERVERS, *(("--url", u) for u in urls or [])]
-    for name, base_url in servers:
-        served, problem = probe_server(name, base_url)
+    for served, problem in probe_servers(servers):
         candidates += served
         if problem:
             unreachable.append(problem)
