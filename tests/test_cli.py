@@ -164,3 +164,13 @@ def test_inspect_says_when_the_file_changed_since_it_was_indexed(corpus, capsys)
     assert json.loads(call(capsys, "inspect", "file", "a.md", "--root", str(corpus), "--json")[1])["stale"] is True
     code, text, _ = call(capsys, "inspect", "chunk", str(chunk), "--root", str(corpus))
     assert code == 0 and "the file changed since it was indexed" in text and "(stale)" in text
+
+
+def test_the_index_folder_keeps_itself_out_of_git(corpus, capsys):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(corpus)], check=True)
+    assert call(capsys, "index", "--root", str(corpus))[0] == 0
+    untracked = subprocess.run(["git", "-C", str(corpus), "status", "--porcelain", "--untracked-files=all"],
+                               check=True, capture_output=True, text=True).stdout
+    assert ".ragx" not in untracked and "a.md" in untracked

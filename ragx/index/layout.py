@@ -43,6 +43,7 @@ class Layout:
     def writer_lock(self) -> Iterator[None]:
         """Exclusive lock for an index run; released by the OS if the process dies."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.ignore_in_git()
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
@@ -52,6 +53,14 @@ class Layout:
             yield
         finally:
             os.close(fd)
+
+    def ignore_in_git(self) -> None:
+        """A `.gitignore` of `*` inside the index folder: git leaves the folder out of `git status` and
+        `git add -A` (megabytes of binary index an agent would otherwise commit) without ragx touching
+        the project's own .gitignore. Written once; a user's edit of it is kept."""
+        ignore = self.dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# ragx's index: rebuilt by `ragx index`, not for version control\n*\n", encoding="utf-8")
 
     def remove_stale(self, keep: set[int]) -> None:
         """Delete generation folders (and half-written ones) not in `keep`. Call with the lock held."""
