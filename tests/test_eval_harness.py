@@ -124,6 +124,29 @@ def test_equal_budgets_are_filled_per_query(corpus):
     assert budgets["fixed"]["files"] <= 12
 
 
+def test_a_configuration_scores_the_same_whatever_else_runs_beside_it(corpus, monkeypatch):
+    """An ANN dense leg is not prefix-stable (the first 100 of 400 seeds may not be a query's own 100):
+    emulated here by a pass that, asked for more than 200 dense seeds, carries other dense evidence.
+    `default` must still score what `ragx query` would, alone or beside a deep budgeted leg."""
+    root, q = corpus
+    c = Corpus(root)
+    real_pass = c.searcher.pass_with_caps
+
+    def deep_passes_differ(query, caps, **kwargs):
+        cands = real_pass(query, caps, **kwargs)
+        if caps.dense_n > 200:
+            cands.qsim = cands.qsim[::-1].copy()
+        return cands
+
+    monkeypatch.setattr(c.searcher, "pass_with_caps", deep_passes_differ)
+
+    alone = runner.run_eval(c.searcher, load_queries(q), [parse_config("default", c.settings.search)])
+    beside = runner.run_eval(c.searcher, load_queries(q), [parse_config(s, c.settings.search)
+                                                          for s in ("default", "deep=dense,budget=400", "hybrid")])
+    assert beside.file_per_query["default"] == alone.file_per_query["default"]
+    assert beside.candidates["default"] == alone.candidates["default"]
+
+
 def test_recall_beyond_the_budget_is_flagged(corpus, capsys, tmp_path):
     root, q = corpus
     full, _ = run_json(capsys, str(q), "--root", str(root), "-c", "hybrid", "-c", "tight=hybrid,budget=3", "--report", str(tmp_path / "rep"))

@@ -9,6 +9,8 @@ scores exactly what `ragx query` would with those numbers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import UsageError
@@ -80,22 +82,69 @@ def check_passes(configs: list[EvalConfig]) -> None:
 
 def pass_caps(configs: list[EvalConfig]) -> PassCaps:
     """One pass wide enough for every configuration, its budget, and the budget's source."""
-    needs: list[Params] = []
-    for cfg in configs:
-        p, most = cfg.params, bound(cfg)
-        if most is not None and p.hops == 0:  # budgeted legs may need up to `most` seeds each
-            p = p.replace(dense_n=most if p.dense_n > 0 else 0, lexical_n=most if p.lexical_n > 0 else 0)
-        needs.append(p)
-        source = source_params(cfg)
-        if source is not None:
-            needs.append(source)
+    return _caps([need for cfg in configs for need in _needs(cfg)], bm25_of_pass(configs))
+
+
+def _needs(cfg: EvalConfig) -> list[Params]:
+    """The Params a pass must serve for `cfg`: its own (a budgeted leg widened to `most` seeds) and
+    its budget source's."""
+    p, most = cfg.params, bound(cfg)
+    if most is not None and p.hops == 0:  # budgeted legs may need up to `most` seeds each
+        p = p.replace(dense_n=most if p.dense_n > 0 else 0, lexical_n=most if p.lexical_n > 0 else 0)
+    source = source_params(cfg)
+    return [p] if source is None else [p, source]
+
+
+def _caps(needs: list[Params], bm25: dict[str, float]) -> PassCaps:
     return PassCaps(
         dense_n=max(p.dense_n for p in needs),
         lexical_n=max(p.lexical_n for p in needs),
         hops=max(p.hops for p in needs),
         query_floor=min(p.query_floor for p in needs),
-        **bm25_of_pass(configs),
+        **bm25,
     )
+
+
+def _served(configs: list[EvalConfig], sources: list[Params]) -> list[Params]:
+    return [need for cfg in configs for need in _needs(cfg)] + sources
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """One retrieval pass of an evaluation: its caps, the configurations scored on it, and the budget
+    sources whose admitted candidates (a budget=graph configuration's target) are counted on it."""
+
+    caps: PassCaps
+    configs: list[EvalConfig]
+    sources: list[Params]
+
+
+def pass_plan(configs: list[EvalConfig]) -> list[PassSpec]:
+    """The passes that score every configuration exactly as `ragx query` would score its own Params.
+
+    A dense leg is not prefix-stable: k seeds are the exact re-scoring of an ANN pool of 1.5k (its beam
+    as wide as the pool when that exceeds EF_SEARCH), so the first 100 of 347 seeds can differ from a
+    query's own 100. So configurations with caps of their own (and budget sources) are scored on a
+    pass of their own dense depth, one pass per depth, and only the budgeted legs, whose depth no
+    query takes anyway, on the widest pass."""
+    bm25 = bm25_of_pass(configs)
+    own = [cfg for cfg in configs if bound(cfg) is None]
+    budgeted = [cfg for cfg in configs if bound(cfg) is not None]
+    sources = list(dict.fromkeys(s for cfg in budgeted if (s := source_params(cfg)) is not None))
+    by_depth: dict[int, tuple[list[EvalConfig], list[Params]]] = {}
+    for cfg in own:
+        by_depth.setdefault(cfg.params.dense_n, ([], []))[0].append(cfg)
+    for source in sources:
+        by_depth.setdefault(source.dense_n, ([], []))[1].append(source)
+    specs = [(cfgs, srcs) for _, (cfgs, srcs) in sorted(by_depth.items())]
+    if budgeted:
+        wide = pass_caps(budgeted)
+        if specs and wide.dense_n <= max(p.dense_n for p in _served(*specs[-1])):  # they fit the deepest pass
+            specs[-1] = ([*specs[-1][0], *budgeted], specs[-1][1])
+        else:
+            specs.append((budgeted, []))
+    plan = [PassSpec(_caps(_served(cfgs, srcs), bm25), cfgs, srcs) for cfgs, srcs in specs]
+    return plan
 
 
 def fit(p: Params, c: Candidates, target: int) -> Params:

@@ -82,10 +82,6 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def wide_caps(configs: list[EvalConfig]):
-    return budget.pass_caps(configs)
-
-
 @dataclass
 class _Runs:
     files: dict[str, Run]
@@ -101,9 +97,9 @@ def run_eval(
 ) -> EvalResult:
     started = time.perf_counter()
     pipelines = [c for c in configs if not c.is_reference_bm25]
-    # Configurations with and without query expansion need different passes (expansion adds dense legs).
-    groups = budget.pass_groups(configs)
-    caps = {flag: wide_caps(group) for flag, group in groups.items()}
+    # Configurations with and without query expansion need different passes (expansion adds dense legs),
+    # and within each, one pass per dense depth a configuration or budget source takes (budget.pass_plan).
+    plans = {flag: budget.pass_plan(group) for flag, group in budget.pass_groups(configs).items()}
     result = EvalResult(configs, candidates={c.name: {} for c in configs}, files_ranked={c.name: {} for c in configs})
     runs = _Runs({c.name: {} for c in configs}, {c.name: {} for c in pipelines})
     with_spans = any(q.spans for q in queries)
@@ -112,12 +108,15 @@ def run_eval(
     for q in queries:
         if with_spans:
             runs.chunk_qrels[q.id] = _span_qrels(searcher, q)
-        for flag, group in groups.items():
+        for flag, plan in plans.items():
             t0 = time.perf_counter()
-            c = searcher.pass_with_caps(q.text, caps[flag], expand=flag)
+            passes = [searcher.pass_with_caps(q.text, spec.caps, expand=flag) for spec in plan]
             result.pass_seconds += time.perf_counter() - t0
             t0 = time.perf_counter()
-            _score_group(searcher, c, q.id, group, paths, runs, result, with_spans)
+            # budget source -> the candidates it admits for this query, counted on its own depth's pass
+            targets = {source: len(score(c, source).order) for spec, c in zip(plan, passes) for source in spec.sources}
+            for spec, c in zip(plan, passes):
+                _score_group(searcher, c, q.id, spec.configs, targets, paths, runs, result, with_spans)
             result.score_seconds += time.perf_counter() - t0
         if progress:
             progress(1)
@@ -127,15 +126,12 @@ def run_eval(
     return result
 
 
-def _score_group(searcher: Searcher, c: Candidates, qid: str, group: list[EvalConfig], paths: dict[int, str],
-                 runs: _Runs, result: EvalResult, with_spans: bool) -> None:
-    targets: dict[Params, int] = {}  # budget source -> the candidates it admits for this query
+def _score_group(searcher: Searcher, c: Candidates, qid: str, group: list[EvalConfig], targets: dict[Params, int],
+                 paths: dict[int, str], runs: _Runs, result: EvalResult, with_spans: bool) -> None:
     for cfg in group:
         p = cfg.params
         source = budget.source_params(cfg)
         if source is not None:
-            if source not in targets:
-                targets[source] = len(score(c, source).order)
             p = budget.fit(p, c, targets[source])
         elif isinstance(cfg.budget, int):
             p = budget.fit(p, c, cfg.budget)
