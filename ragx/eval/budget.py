@@ -4,7 +4,7 @@ A budgeted configuration gets, per query, Params whose candidate set is as large
 and no larger: a single leg takes `budget` seeds; two legs (hybrid) take the longest equal prefixes
 whose union fits (plus one more dense seed when that still fits); a graph keeps its seeds and lets
 the hops admit the rest. Everything goes through the ordinary Params, so a budgeted configuration
-scores exactly what `ragx query` would with those numbers.
+scores what `ragx query` would with those numbers (on the pass `pass_plan` gives it).
 """
 
 from __future__ import annotations
