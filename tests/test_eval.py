@@ -78,6 +78,7 @@ def test_gate_logic():
         ('{"relevant_files": ["a"]}', "non-empty \\\"query\\\""),
         ("{not json", "malformed JSON"),
         ('{"query": "x", "relevant_chunks": {"a.md": 1}}', "path:START-END"),
+        ('{"query": "x", "relevant_files": ["a.md"], "relevance": {"b.md": 1}}', "not both"),
     ],
 )
 def test_bad_query_lines_are_usage_errors(tmp_path, line, message):
@@ -95,3 +96,10 @@ def test_config_specs():
     for bad in ("nope", "x=graph,hops=many", "x=graph,colour=3"):
         with pytest.raises(UsageError):
             parse_config(bad, defaults)
+
+
+def test_a_relevant_range_makes_its_file_relevant_beside_file_labels(tmp_path):
+    f = tmp_path / "q.jsonl"
+    f.write_text('{"query": "x", "relevance": {"a.md": 2}, "relevant_chunks": {"b.md:1-3": 1, "c.md:1-2": 0}}\n')
+    (q,) = load_queries(f)
+    assert q.files == {"a.md": 2, "b.md": 1}

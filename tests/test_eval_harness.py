@@ -171,6 +171,30 @@ def test_default_run_has_the_wide_hybrid_and_the_reference_bm25(corpus, capsys):
     assert "lexical check: bm25 nDCG@10" in err
 
 
+def test_no_figure_is_cut_to_fit_a_narrow_or_absent_terminal(corpus, capsys):
+    root, q = corpus
+    code, out, err = call(capsys, "eval", str(q), "--root", str(root))  # captured: no terminal, 80 columns
+    assert code == 0, err
+    assert "nDCG@10" in out and "MAP@100" in out and "…" not in out
+
+
+def test_the_commit_a_run_names_is_ragx_s_own_not_the_working_folder_s(corpus, capsys, tmp_path, monkeypatch):
+    import subprocess
+    from pathlib import Path
+
+    import ragx
+    from ragx.eval.report import git_commit
+
+    elsewhere = tmp_path / "another-repo"
+    elsewhere.mkdir()
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    subprocess.run(["git", "-C", str(elsewhere), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    monkeypatch.chdir(elsewhere)
+    root, q = corpus
+    full, _ = run_json(capsys, str(q), "--root", str(root), "-c", "default")
+    assert full["commit"] == git_commit(Path(ragx.__file__).resolve().parent) != git_commit(elsewhere)
+
+
 def test_reference_bm25_stems_and_drops_stopwords(tmp_path):
     (tmp_path / "a.md").write_text("The dog runs in the park.\n")
     (tmp_path / "b.md").write_text("A cat sleeps on the sofa.\n")

@@ -70,6 +70,14 @@ class _LazyConsole:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Its own two fields stay here; anything else (e.g. `width`, which eval widens so that no figure
+        # is cut) must reach the real console, not shadow it on the proxy.
+        if name in ("_options", "_console"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real(), name, value)
+
     # Special methods bypass __getattr__: rich's Live uses the console as a context manager.
     def __enter__(self) -> Any:
         return self._real().__enter__()

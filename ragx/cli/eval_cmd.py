@@ -61,7 +61,7 @@ def eval_command(
     # Every input is checked before anything is materialised, indexed or evaluated.
     planned = _plan(target, root, split, cache, gap, config, reference)
     _check_outputs(planned, report, gate, tolerance, write_baseline_to)
-    commit = git_commit()
+    commit = git_commit(Path(__file__).resolve().parent)  # ragx's own checkout, not the caller's folder
     docs = []
     for ds in planned:
         corpus, queries, train = ds.open()

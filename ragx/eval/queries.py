@@ -54,6 +54,8 @@ def _mapping(obj: dict, name: str, where: str) -> dict:
 def _labels(obj: dict, where: str) -> tuple[dict[str, int], dict[tuple[str, int, int], int]]:
     """(file grades, line-range grades) of one query line, every value checked."""
     files: dict[str, int] = {}
+    if "relevant_files" in obj and "relevance" in obj:  # which one counts would be a silent guess
+        raise UsageError(f'{where}: give "relevant_files" (a list) or "relevance" (graded), not both')
     if "relevant_files" in obj:
         listed = obj["relevant_files"]
         if not isinstance(listed, list) or not all(isinstance(p, str) and p for p in listed):
@@ -65,8 +67,8 @@ def _labels(obj: dict, where: str) -> tuple[dict[str, int], dict[tuple[str, int,
         _span(k, where): _grade(g, where, "relevant_chunks", k) for k, g in _mapping(obj, "relevant_chunks", where).items()
     }
     files = {p: g for p, g in files.items() if g > 0}
-    for (span_path, _, _), grade in spans.items():  # a labelled range makes its file relevant too
-        if grade > 0 and "relevant_files" not in obj and "relevance" not in obj:
+    for (span_path, _, _), grade in spans.items():  # a relevant range makes its file relevant too
+        if grade > 0:
             files[span_path] = max(grade, files.get(span_path, 0))
     return files, spans
 
