@@ -11,8 +11,12 @@
     promote  check the study's best parameters on the held-out splits with `ragx eval`, and write
              them into ragx/defaults.toml (and the regression baselines) only if they are no worse
 
-Configs live in configs/ (Hydra): e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`;
-`train_sets=[scifact,dendron-vault]` tunes one objective over several training sets at once.
+Overrides are Hydra's KEY=VALUE on configs/lab.yaml (configs/ holds it, configs/dataset/ and configs/sweep/),
+e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`, `sweep.n_trials=300`, `guard=0.5`,
+`optuna.storage=postgresql://...`; `train_sets=[scifact,dendron-vault]` tunes one objective over several
+training sets at once. Sweeps tune on training splits only: a split named `test`, or one `promote.heldout`
+lists, is refused (held-out splits are promotion's). The lab reads the shipped search defaults
+(ragx/defaults.toml), never the [search] of ~/.ragxrc. README.md, "The lab", has the rest.
 Several machines: scripts/lab_cluster.sh (PostgreSQL study, MLflow server, shared pass caches).
 """
 
@@ -23,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from .configs import REPO, compose
+from .configs import REPO, compose, package_search_defaults
 
 __all__ = ["compose", "main"]
 
@@ -163,6 +167,9 @@ def check_run_options(overrides: list[str]) -> None:
 def main(argv: list[str]) -> int:
     """The lab's one error boundary: bad input (a Hydra override or config that does not exist, a split
     a dataset lacks, a run option that is not a number) is one line on stderr and exit 2."""
+    if any(a in ("-h", "--help") for a in argv) or argv[:1] == ["help"]:
+        print(__doc__)
+        return 0
     if not argv or argv[0] not in COMMANDS:
         print(__doc__, file=sys.stderr)
         return 2
@@ -175,7 +182,8 @@ def main(argv: list[str]) -> int:
     try:
         check_run_options(overrides)
         cfg = compose(overrides)
-        return COMMANDS[argv[0]](cfg, overrides)
+        with package_search_defaults():  # the shipped search defaults, not the rc's [search] (lab/configs.py)
+            return COMMANDS[argv[0]](cfg, overrides)
     except RagxError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
         return exc.exit_code

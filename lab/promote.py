@@ -19,15 +19,16 @@ from ragx.errors import UsageError
 from ragx.eval.report import git_commit
 from ragx.scoring.params import Params
 
-from .configs import dataset_config, label, train_sets
+from .configs import check_not_heldout, dataset_config, label, package_defaults, package_search_defaults, train_sets
 
 MARKER = "---- [search]: written by `python -m lab promote` ----"
 
 
 def current_defaults() -> Params:
-    """The search settings the CLI and `ragx eval` run with: `config.load_settings`, the one place that
-    says which defaults are in force (defaults.toml, then ~/.ragxrc when it has a [search] section)."""
-    return load_settings(None, warn=False).search
+    """The shipped search defaults, ragx/defaults.toml's [search] (read by `config.load_settings`): what a
+    promotion replaces. An rc's [search] is one machine's preference, never part of them
+    (lab.configs.package_search_defaults)."""
+    return package_defaults()
 
 
 def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None, reference: str | None = None) -> dict[str, Any]:
@@ -113,6 +114,7 @@ def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
 
 
+@package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
 def promote(cfg, repo: Path) -> int:
     import optuna
 
@@ -121,11 +123,19 @@ def promote(cfg, repo: Path) -> int:
     heldout = list(cfg.promote.heldout or [])
     if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
         raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
+    check_not_heldout(cfg, "promote")  # the study's training data (as configured) is never held-out data
     storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root))
     if cfg.promote.study_name not in optuna.study.get_all_study_names(storage):
         raise UsageError(f"no study named {cfg.promote.study_name!r} in {cfg.optuna.storage or Path(cfg.cache_root) / 'optuna.db'}: "
                          "run `python -m lab sweep` with the same overrides first")
     study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage)
+    held = {(label(str(item["dataset"])), str(item["split"])) for item in heldout}
+    # and as the sweep recorded it (lab.sweep.run), whatever this run's overrides say
+    for split in study.user_attrs.get("train_splits", []):
+        for name in study.user_attrs.get("train_sets", []):
+            if split == "test" or (name, split) in held:
+                raise UsageError(f"promote: study {cfg.promote.study_name!r} was tuned on {name} {split}, "
+                                 "a test or held-out split: its winner is never promoted")
     best = study.best_trial
     old = current_defaults()
     build_name, candidate = trial_params(best.params, old)

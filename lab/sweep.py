@@ -16,7 +16,6 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
-from ragx.config import load_settings
 from ragx.eval.presets import EvalConfig
 from ragx.search.candidates import PassCaps
 from ragx.search.params import Params
@@ -26,7 +25,7 @@ from .caches import read_ref, shared_passes
 from .cluster import optimize, rdb_storage
 from .passes import load_cache
 from .rerank import shortlist_scorer
-from .configs import train_sets
+from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .training import Objective, builds_of, load_training
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
@@ -47,7 +46,10 @@ def storage_url(spec: str | None, cache_root: Path, optuna_cfg=None) -> Any:
 
         return JournalStorage(JournalFileBackend(spec.removeprefix("journal:")))
     if "://" not in spec:
-        return spec
+        from ragx.errors import UsageError
+
+        raise UsageError(f"optuna.storage={spec!r}: null (a SQLite file in cache_root), journal:PATH or an RDB URL "
+                         "(sqlite:///PATH, postgresql://...)")
     return rdb_storage(spec, optuna_cfg) if optuna_cfg is not None else optuna.storages.RDBStorage(spec)
 
 
@@ -137,6 +139,45 @@ def trial_params(best: dict[str, Any], defaults: Params) -> tuple[str, Params]:
     return build_name, defaults.replace(**{k: v for k, v in best.items() if k in PARAM_TYPES})
 
 
+def check_sweep_config(cfg) -> None:
+    """The sweep's settings, checked before any pass is built: a usage error (exit 2) names the first bad one."""
+    from ragx.errors import UsageError
+    from ragx.eval.metrics import METRIC_NAMES
+
+    check_not_heldout(cfg, "sweep")
+    objective = str(cfg.sweep.objective)
+    unknown = [n.strip() for n in objective.split("+") if n.strip() not in METRIC_NAMES]
+    if unknown:
+        raise UsageError(f"sweep.objective={objective!r}: unknown metric {unknown[0]!r} (one of {', '.join(METRIC_NAMES)}, or several joined by '+')")
+    guard = cfg.get("guard", 1.0)
+    if isinstance(guard, bool) or not isinstance(guard, (int, float)) or guard < 0:
+        raise UsageError(f"guard={guard!r}: a number from 0 up")
+    n = cfg.sweep.get("n_trials")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise UsageError(f"sweep.n_trials={n!r}: a whole number from 1 up")
+    for name, bounds in dict(cfg.sweep.space).items():
+        if name not in PARAM_TYPES:
+            raise UsageError(f"sweep.space.{name}: not a search setting (ragx/scoring/params.py names them)")
+        values: list[Any] = list(bounds) if not isinstance(bounds, (str, int, float)) else [bounds]
+        whole = PARAM_TYPES[name] in (int, "int")
+        if (len(values) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
+                or (whole and any(not isinstance(v, int) for v in values))):
+            raise UsageError(f"sweep.space.{name}={values!r}: a range [low, high] of two {'whole ' if whole else ''}numbers")
+        if values[0] > values[1]:
+            raise UsageError(f"sweep.space.{name}={values!r}: an empty range (low above high)")
+    spec = cfg.optuna.storage
+    if spec and "://" not in str(spec) and not str(spec).startswith("journal:"):
+        storage_url(str(spec), Path(cfg.cache_root))  # says what a storage may be (a usage error)
+
+
+def sampler_seed(seed: int, worker: int, trials_in_study: int) -> int:
+    """TPE's seed: the configured seed and the worker for a fresh study (a rerun of a fresh study is
+    reproducible), and also the trials the study already holds, so a resumed study (a second launch, a
+    worker restarted) does not replay the random start-up points it drew before."""
+    return int(seed) + worker + 1_000_003 * trials_in_study
+
+
+@package_search_defaults()
 def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None) -> dict[str, Any]:
     """One worker of a study. `n_trials`: this worker's trials; `study_trials`: run until the study holds
     that many COMPLETE trials (then `n_trials` is only a cap); neither: sweep.n_trials for this worker."""
@@ -144,9 +185,10 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    check_sweep_config(cfg)  # before any pass is built
     sets = load_training(cfg, load_passes)
     data = builds_of(sets)
-    defaults = load_settings(None).search
+    defaults = package_defaults()  # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults)
     builds = list(next(iter(sets.values())))
     objective_name = cfg.sweep.objective
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
@@ -169,9 +211,12 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         study_name=cfg.optuna.study_name,
         storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=int(cfg.optuna.seed) + worker),
         load_if_exists=True,
     )
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
+    # what the study was tuned on: promotion refuses a study whose training data is held out
+    study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
+    study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:

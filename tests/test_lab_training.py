@@ -133,6 +133,19 @@ def test_two_folders_of_one_name_are_two_datasets(tmp_path):
     (["cache", "caps.dense_n=abc"], "caps.dense_n='abc'"),
     (["promote", "promote.heldout=[]"], "promote.heldout must name at least one"),
     (["promote", "optuna.study_name=never-swept"], "no study named 'never-swept'"),
+    # tuning on held-out data: a split named test, a split promote.heldout lists, any entry of train_sets
+    (["sweep", "dataset=cranfield", "split=test", "sweep=quick"], "sweep: cranfield test is a test split"),
+    (["sweep", "train_sets=[dendron-vault,cranfield]", "split=test"], "sweep: dendron-vault test is a test split"),
+    (["sweep", "dataset=scifact", "split=dev", "promote.heldout=[{dataset:scifact,split:dev}]"], "scifact dev is held out"),
+    (["promote", "dataset=cranfield", "split=test", "promote.heldout=[{dataset:cranfield,split:test}]"],
+     "promote: cranfield test is a test split"),
+    # sweep settings checked before any pass is built
+    (["sweep", "sweep=quick", "sweep.objective=nDCG@11"], "sweep.objective='nDCG@11': unknown metric"),
+    (["sweep", "guard=abc"], "guard='abc'"),
+    (["sweep", "sweep.n_trials=abc"], "sweep.n_trials='abc'"),
+    (["sweep", "optuna.storage=bogus"], "optuna.storage='bogus'"),
+    (["sweep", "sweep=quick", "sweep.space.dense_weight=[1,0]"], "sweep.space.dense_weight=[1, 0]: an empty range"),
+    (["study", "optuna.storage=bogus"], "optuna.storage='bogus'"),
 ])
 def test_bad_lab_input_is_one_line_and_exit_2(tmp_path, capsys, command, message):
     from lab.__main__ import main
@@ -150,3 +163,67 @@ def test_a_training_set_without_the_split_is_one_line_and_exit_2(tmp_path, capsy
     assert main(["cache", f"train_sets=[{data}]", "split=train", f"cache_root={tmp_path / 'cache'}"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "no qrels for split train" in err
+
+
+@pytest.mark.parametrize("argv", [["sweep", "--help"], ["promote", "--help"], ["models", "--help"], ["-h"], ["cache", "dataset=scifact", "-h"]])
+def test_help_prints_the_usage_and_exits_0(capsys, argv):
+    from lab.__main__ import main
+
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "python -m lab COMMAND" in out and "Overrides are Hydra's" in out and err == ""
+
+
+def test_promotion_refuses_a_study_tuned_on_a_held_out_split_whatever_the_overrides(tmp_path, isolated_rc, capsys):
+    """The sweep records what it tuned on (study attributes); promote refuses a study tuned on a test or
+    held-out split even when this run's own overrides name a training split."""
+    import optuna
+
+    from lab.__main__ import main
+    from lab.sweep import storage_url
+
+    study = optuna.create_study(study_name="tuned-on-test", storage=storage_url(None, tmp_path / "cache"), direction="maximize")
+    study.set_user_attr("train_sets", ["notes"])
+    study.set_user_attr("train_splits", ["test"])
+    before = DEFAULTS_PATH.read_bytes()
+    assert main(["promote", "optuna.study_name=tuned-on-test", "promote.heldout=[{dataset:notes,split:test}]",
+                 f"cache_root={tmp_path / 'cache'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lab: error: promote: study 'tuned-on-test' was tuned on notes test") and len(err.splitlines()) == 1
+    assert DEFAULTS_PATH.read_bytes() == before
+
+
+def test_a_sweep_records_its_training_data_and_its_defaults_ignore_the_rc_search(tmp_path, fake_model, isolated_rc, monkeypatch):
+    """An rc [search] (link_weight 0.2) is not what the sweep calls the current defaults."""
+    import tomllib
+
+    from lab.__main__ import compose
+    from lab.sweep import run
+
+    shipped = tomllib.loads(DEFAULTS_PATH.read_text(encoding="utf-8"))["search"]
+    assert shipped["link_weight"] != 0.2
+    isolated_rc.write_text("[search]\nlink_weight = 0.2\n", encoding="utf-8")
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    data = _topic_set(tmp_path / "notes", 8)
+    out = run(compose(["sweep=weights", *_overrides(tmp_path, data, "notes")]), n_trials=2)
+    assert out["defaults"].link_weight == shipped["link_weight"]
+    assert {k: getattr(out["defaults"], k) for k in shipped} == shipped
+    assert out["study"].user_attrs["train_sets"] == ["notes"] and out["study"].user_attrs["train_splits"] == ["train"]
+    assert isolated_rc.read_text(encoding="utf-8") == "[search]\nlink_weight = 0.2\n"  # left as it was
+
+
+def test_a_resumed_study_draws_new_parameter_sets(tmp_path, fake_model, isolated_rc, monkeypatch):
+    """Two launches of trials=3 on one study: six distinct parameter sets (the sampler's seed counts the
+    trials already in the study); a fresh study with the same seed is drawn the same way again."""
+    from lab.__main__ import compose
+    from lab.sweep import run
+
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    data = _topic_set(tmp_path / "notes", 9)
+    overrides = ["sweep=weights", *_overrides(tmp_path, data, "notes")]
+    run(compose(overrides), n_trials=3)
+    trials = run(compose(overrides), n_trials=3)["study"].trials
+    params = [tuple(sorted(t.params.items())) for t in trials]
+    assert len(params) == 6 and len(set(params)) == 6
+    fresh = run(compose([*overrides, "optuna.study_name=fresh"]), n_trials=3)["study"].trials
+    assert [t.params for t in fresh] == [t.params for t in trials[:3]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import tomllib
@@ -38,10 +39,54 @@ def test_a_promotion_changes_only_the_search_table(tmp_path):
     assert "promoted again" in text and "promoted in a test" not in text and text.count("\n[search]\n") == 1
 
 
-def test_the_defaults_in_force_come_from_load_settings_even_with_an_rc_search_section(isolated_rc):
-    isolated_rc.write_text("[search]\ndecay = 0.125\n", encoding="utf-8")
-    assert current_defaults() == load_settings(None, warn=False).search
-    assert current_defaults().decay == 0.125
+def test_the_defaults_a_promotion_replaces_are_the_shipped_ones_even_with_an_rc_search_section(isolated_rc):
+    """An rc [search] is one machine's preference: the lab's "current defaults" are defaults.toml's,
+    and the rc's other tables (the [rerank] model a rerank study needs) still hold inside the lab."""
+    from lab.configs import package_search_defaults
+
+    shipped = tomllib.loads(DEFAULTS_PATH.read_text(encoding="utf-8"))["search"]
+    isolated_rc.write_text("[search]\ndecay = 0.125\nlink_weight = 0.2\n\n[rerank]\nmodel = \"some/model\"\n", encoding="utf-8")
+    assert load_settings(None, warn=False).search.link_weight == 0.2  # ragx itself still reads it
+    assert {k: getattr(current_defaults(), k) for k in shipped} == shipped
+    with package_search_defaults():
+        assert load_settings(None, warn=False).search == current_defaults()
+        assert load_settings(None, warn=False).rerank.model == "some/model"
+    assert load_settings(None, warn=False).search.decay == 0.125  # RAGX_RC restored afterwards
+
+
+def test_a_promotion_writes_the_shipped_defaults_plus_the_winner_never_the_rc_search(tmp_path, isolated_rc, monkeypatch):
+    """With link_weight 0.2 in the rc, a promoted winner (dense_weight swept) is written with defaults.toml's
+    link_weight, and the held-out `ragx eval` runs see the shipped defaults too."""
+    import optuna
+    import pytest
+
+    import lab.promote as promote_module
+    from lab.configs import compose
+    from lab.sweep import storage_url
+
+    shipped = tomllib.loads(DEFAULTS_PATH.read_text(encoding="utf-8"))["search"]
+    isolated_rc.write_text("[search]\nlink_weight = 0.2\n", encoding="utf-8")
+    cfg = compose([f"cache_root={tmp_path / 'cache'}", "optuna.study_name=winner", "promote.heldout=[{dataset:notes,split:test}]"])
+    study = optuna.create_study(study_name="winner", storage=storage_url(None, tmp_path / "cache"), direction="maximize")
+    study.add_trial(optuna.trial.create_trial(params={"dense_weight": 0.5}, value=0.9, user_attrs={"nDCG@10": 0.9},
+                                              distributions={"dense_weight": optuna.distributions.FloatDistribution(0.0, 1.0)}))
+    seen = []
+
+    def fake_eval(dataset, split, configs, reference=None):
+        seen.append(load_settings(None, warn=False).search.link_weight)
+        same = {"nDCG@10": 0.5, "R@100": 0.5}
+        return {"files": {"means": {"current": same, "candidate": same}},
+                "comparisons": {"configs": {"current": {"nDCG@10": {"diff": 0.0, "p": 1.0}}}}}
+
+    written = []
+    monkeypatch.setattr(promote_module, "eval_heldout", fake_eval)
+    monkeypatch.setattr(promote_module, "dataset_config", lambda cfg, name: {"name": name})
+    monkeypatch.setattr(promote_module, "write_defaults", lambda params, provenance: written.append(params))
+    assert promote_module.promote(cfg, tmp_path) == 0
+    assert seen == [shipped["link_weight"]] and len(written) == 1
+    assert written[0].link_weight == shipped["link_weight"] != 0.2
+    assert written[0].dense_weight == pytest.approx(0.5)
+    assert {k: v for k, v in dataclasses.asdict(written[0]).items() if k != "dense_weight"} == {k: v for k, v in shipped.items() if k != "dense_weight"}
 
 
 def test_old_weight_names_are_still_read_with_a_warning(tmp_path, isolated_rc, capsys):
