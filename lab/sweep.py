@@ -168,6 +168,25 @@ def check_sweep_config(cfg) -> None:
     spec = cfg.optuna.storage
     if spec and "://" not in str(spec) and not str(spec).startswith("journal:"):
         storage_url(str(spec), Path(cfg.cache_root))  # says what a storage may be (a usage error)
+    check_caps_serve(caps_of(cfg), dict(cfg.sweep.space), package_defaults())
+
+
+def check_caps_serve(caps: PassCaps, space: dict[str, Any], defaults: Params) -> None:
+    """The cached pass must hold every candidate a trial can ask for: seeds and hops up to the space's
+    highs (or the defaults' value where the sweep leaves them alone), neighbours down to its lowest
+    query floor. A narrower pass would score trials on fewer candidates than `ragx query` takes with
+    the same settings, silently."""
+    from ragx.errors import UsageError
+
+    for name in ("dense_n", "lexical_n", "hops"):
+        need = int(space[name][1]) if name in space else int(getattr(defaults, name))
+        if need > getattr(caps, name):
+            raise UsageError(f"caps.{name}={getattr(caps, name)} is narrower than the sweep asks ({name} up to {need}): "
+                             f"raise caps.{name} or narrow the space")
+    floor = float(space["query_floor"][0]) if "query_floor" in space else defaults.query_floor
+    if caps.hops and floor < caps.query_floor:
+        raise UsageError(f"caps.query_floor={caps.query_floor} is above the sweep's lowest query_floor ({floor}): "
+                         "the pass would miss neighbours a trial admits")
 
 
 def sampler_seed(seed: int, worker: int, trials_in_study: int) -> int:
