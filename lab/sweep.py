@@ -50,7 +50,14 @@ def storage_url(spec: str | None, cache_root: Path, optuna_cfg=None) -> Any:
 
         raise UsageError(f"optuna.storage={spec!r}: null (a SQLite file in cache_root), journal:PATH or an RDB URL "
                          "(sqlite:///PATH, postgresql://...)")
-    return rdb_storage(spec, optuna_cfg) if optuna_cfg is not None else optuna.storages.RDBStorage(spec)
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return rdb_storage(spec, optuna_cfg) if optuna_cfg is not None else optuna.storages.RDBStorage(spec)
+    except ArgumentError as exc:  # an unknown scheme or a malformed URL: bad input, not a traceback
+        from ragx.errors import UsageError
+
+        raise UsageError(f"optuna.storage={spec!r}: not a database URL SQLAlchemy can open ({exc})") from None
 
 
 def pass_root(cfg) -> Path:

@@ -146,6 +146,7 @@ def test_two_folders_of_one_name_are_two_datasets(tmp_path):
     (["sweep", "optuna.storage=bogus"], "optuna.storage='bogus'"),
     (["sweep", "sweep=quick", "sweep.space.dense_weight=[1,0]"], "sweep.space.dense_weight=[1, 0]: an empty range"),
     (["study", "optuna.storage=bogus"], "optuna.storage='bogus'"),
+    (["study", "optuna.storage=foo://x"], "optuna.storage='foo://x': not a database URL"),
     # a pass narrower than the trials (or the defaults they start from) would score fewer candidates
     (["sweep", "sweep=quick", "caps.dense_n=20", "caps.lexical_n=20"], "caps.dense_n=20 is narrower than the sweep asks (dense_n up to 100)"),
     (["sweep", "sweep=quick", "caps.hops=1"], "caps.hops=1 is narrower than the sweep asks (hops up to 2)"),
