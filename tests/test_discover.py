@@ -588,6 +588,12 @@ def test_an_indexed_file_or_folder_that_turns_unreadable_stays_indexed(tmp_path,
         code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")
         report = json.loads(out)
         assert code == 0 and report["deleted"] == 0 and report["new"] == 0 and report["files"] == 3
+        # a full rebuild would drop what it cannot read: refused, nothing lost
+        code, out, err = call(capsys, "index", "--full", "--root", str(tmp_path))
+        assert code == 2 and [line for line in err.splitlines() if line.startswith("ragx: error:")] == err.splitlines()[-1:]
+        assert "2 indexed file(s) cannot be read now (d/x.md, was.md): `ragx index --full` would drop them" in err
+        code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
+        assert json.loads(out)["files"] == 3
     code, out, _ = call(capsys, "index", "--root", str(tmp_path), "--json")  # readable again: caught up
     report = json.loads(out)
     assert report["changed"] == 1 and report["new"] == 1 and report["deleted"] == 0 and report["files"] == 4

@@ -33,6 +33,13 @@ class CorpusDiff:
     skipped: list[Problem] = field(default_factory=list)
     # Files found again unchanged since a run could not decode them (not UTF-8): skipped, not new.
     undecodable: list[FoundFile] = field(default_factory=list)
+    # Paths there but unreadable now (permissions, I/O errors): what the index holds at or below them stays.
+    unread: list[str] = field(default_factory=list)
+
+    def unreadable_of(self, paths) -> list[str]:
+        """Those of `paths` (stored files the walk did not return) that are unreadable, not gone."""
+        missing = set(paths)
+        return sorted(missing - _still_there(missing, self.unread))
 
     @property
     def has_changes(self) -> bool:
@@ -76,7 +83,7 @@ def diff_corpus(
     found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats)
     if found.include_unmatched:
         raise UsageError(_include_matches_nothing(settings, found.include_unmatched))
-    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped))
+    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread))
     for f in found.files:
         stat = stats.get(f.path)
         if stat is None:

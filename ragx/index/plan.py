@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 
 from ..config import Settings
-from ..errors import CorruptIndexError
+from ..errors import CorruptIndexError, UsageError
 from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
@@ -140,6 +140,7 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
     if full:
         found = {f.path for f in diff.new}
+        _refuse_to_drop_unreadable(diff.unreadable_of(path for path in stored if path not in found))
         report.deleted = sum(1 for path in stored if path not in found)
         diff.deleted = list(stored.values())
     else:
@@ -149,6 +150,15 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
         reporter.warn(f"{p.path}: {p.reason}")
     report.skipped = len(diff.skipped)
     return diff
+
+
+def _refuse_to_drop_unreadable(paths: list[str]) -> None:
+    """A full run rebuilds from what it can read: it would drop indexed files that are only unreadable
+    for now (an incremental run keeps them). Nothing already indexed is lost: refuse, say which."""
+    if paths:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise UsageError(f"{len(paths)} indexed file(s) cannot be read now ({shown}): `ragx index --full` would drop "
+                         "them; make them readable or remove them first (a plain `ragx index` keeps them as indexed)")
 
 
 def undecodable_rows(files: list[FoundFile]) -> list[tuple[str, int, int]]:
