@@ -121,7 +121,9 @@ def _importances(study) -> dict[str, float]:
 def cmd_promote(cfg, overrides) -> int:
     from .promote import promote
 
-    return promote(cfg, REPO)
+    import shlex
+
+    return promote(cfg, REPO, command=shlex.join(["python", "-m", "lab", "promote", *overrides]))
 
 
 def cmd_study(cfg, overrides) -> int:

@@ -31,7 +31,8 @@ def current_defaults() -> Params:
     return package_defaults()
 
 
-def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None, reference: str | None = None) -> dict[str, Any]:
+def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | None, reference: str | None = None,
+                 command: str = "python -m lab promote") -> dict[str, Any]:
     """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
     dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
     from ragx.eval.beir import cache_dir_for, open_collection
@@ -40,7 +41,7 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
     data_dir = Path(dataset["data_dir"])
     corpus, made, _ = open_collection(data_dir, Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir), split)
     specs = [f"{name}={spec}" for name, spec in configs.items()] if configs else None
-    meta = {"dataset": data_dir.resolve().name, "split": split, "command": "python -m lab promote", "commit": git_commit(Path(__file__).parent)}
+    meta = {"dataset": data_dir.resolve().name, "split": split, "command": command, "commit": git_commit(Path(__file__).parent)}
     return evaluate_dataset(corpus, made.queries[split], specs, reference, meta)
 
 
@@ -115,7 +116,8 @@ def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_
 
 
 @package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
-def promote(cfg, repo: Path) -> int:
+def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
+    """`command`: the promotion as it was typed (with its overrides), recorded in what it writes."""
     import optuna
 
     from .sweep import storage_url, trial_params
@@ -153,7 +155,7 @@ def promote(cfg, repo: Path) -> int:
     metric, tol, alpha = cfg.promote.metric, float(cfg.promote.tolerance), float(cfg.promote.get("alpha", 0.05))
     verdicts, lines, tested = [], [], {}
     for item in heldout:
-        doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate")
+        doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate", command=command)
         means = doc["files"]["means"]
         tested[label(item["dataset"])] = means["candidate"][metric]
         where = f"{label(item['dataset'])} {item['split']}"
@@ -189,6 +191,6 @@ def promote(cfg, repo: Path) -> int:
             print(f"not updated: {baseline} (no configs/dataset/{named['dataset']}.yaml to evaluate it with)")
             continue
         # evaluated afresh: Corpus.open reads the defaults just written
-        write_baseline_of(eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None), baseline, repo / "reports")
+        write_baseline_of(eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None, command=command), baseline, repo / "reports")
         print(f"updated {baseline}")
     return 0

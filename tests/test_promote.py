@@ -72,7 +72,7 @@ def test_a_promotion_writes_the_shipped_defaults_plus_the_winner_never_the_rc_se
                                               distributions={"dense_weight": optuna.distributions.FloatDistribution(0.0, 1.0)}))
     seen = []
 
-    def fake_eval(dataset, split, configs, reference=None):
+    def fake_eval(dataset, split, configs, reference=None, command=""):
         seen.append(load_settings(None, warn=False).search.link_weight)
         same = {"nDCG@10": 0.5, "R@100": 0.5}
         return {"files": {"means": {"current": same, "candidate": same}},
@@ -106,7 +106,7 @@ def test_the_held_out_check_is_ragx_eval_run_in_process(tmp_path, capsys, monkey
     words = {f"{t}{i}": " ".join(rng.choice(TOPICS[t].split()) for _ in range(30)) for t in ("astronomy", "sailing") for i in range(6)}
     data = beir_folder(tmp_path / "tiny", words)
     configs = {"current": "graph", "candidate": "graph,decay=0.2,hops=1"}
-    doc = eval_heldout({"data_dir": str(data)}, "test", configs)
+    doc = eval_heldout({"data_dir": str(data)}, "test", configs, command="python -m lab promote sweep=fusion")
     code, out, _ = call(capsys, "eval", "beir", str(data), "--split", "test", "--json", *[a for n, sp in configs.items() for a in ("-c", f"{n}={sp}")])
     assert code in (0, 1)
     assert doc["files"]["means"] == json.loads(out)["datasets"][0]["files"]["means"]
@@ -115,6 +115,9 @@ def test_the_held_out_check_is_ragx_eval_run_in_process(tmp_path, capsys, monkey
     write_baseline_of(doc, baseline, tmp_path / "reports")
     assert check(read_baseline(baseline), doc["files"]["means"], None).passed
     assert (tmp_path / "reports" / "tiny-test.md").exists()
+    # the baseline and report say how to reproduce them: the promotion as typed, overrides included
+    assert json.loads(baseline.read_text())["command"] == "python -m lab promote sweep=fusion"
+    assert "python -m lab promote sweep=fusion" in (tmp_path / "reports" / "tiny-test.md").read_text()
 
 
 
