@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import base64
 import os
+import random
 import re
 
 import numpy as np
@@ -29,11 +31,26 @@ def wp():
 
 WS = WhitespaceCounter()
 
+# base64 data URIs with a payload of 64+ characters, which no chunk may contain (written here on
+# bytes, independently of ragx.ingest.chunk's pattern on str)
+_B64_URI = re.compile(
+    rb"(?<![A-Za-z0-9+.-])data:[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+"
+    rb"(?:;[A-Za-z0-9!#$&^_.+-]+=[^;,\s]*)*;base64,[A-Za-z0-9+/_-]{64,}={0,2}",
+    re.IGNORECASE,
+)
+
+
+def without_payloads(data: bytes) -> bytes:
+    """`data` with every base64 data-URI payload blanked out (same length, so same offsets)."""
+    return _B64_URI.sub(lambda m: b" " * len(m.group()), data)
+
 
 def check_chunks(data: bytes, chunks: list[Chunk], counter: TokenCounter, cfg: ChunkSettings,
                  kind: str | None = None) -> None:
-    """Every invariant chunk_text promises."""
-    text = data.decode("utf-8")
+    """Every invariant chunk_text promises. Base64 data-URI payloads count as whitespace: never in a
+    chunk, and left out of what the chunks must cover."""
+    masked = without_payloads(data)
+    text = masked.decode("utf-8")
     prev_end = 0
     for i, c in enumerate(chunks):
         assert c.ordinal == i
@@ -42,9 +59,11 @@ def check_chunks(data: bytes, chunks: list[Chunk], counter: TokenCounter, cfg: C
         # byte-exact
         assert 0 <= c.byte_start < c.byte_end <= len(data)
         assert data[c.byte_start : c.byte_end].decode("utf-8") == c.text
-        # ordered, non-overlapping; gaps are whitespace only
+        # no base64 payload inside (not even part of one)
+        assert masked[c.byte_start : c.byte_end] == data[c.byte_start : c.byte_end], c
+        # ordered, non-overlapping; gaps are whitespace (or payloads) only
         assert c.byte_start >= prev_end
-        gap = data[prev_end : c.byte_start].decode("utf-8")
+        gap = masked[prev_end : c.byte_start].decode("utf-8")
         assert gap == "" or gap.isspace(), (gap, c)
         prev_end = c.byte_end
         # trimmed edges
@@ -53,9 +72,9 @@ def check_chunks(data: bytes, chunks: list[Chunk], counter: TokenCounter, cfg: C
         assert c.line_start == 1 + data.count(b"\n", 0, c.byte_start)
         assert c.line_end == 1 + data.count(b"\n", 0, c.byte_end - 1)
         assert c.line_start <= c.line_end
-    tail = data[prev_end:].decode("utf-8")
+    tail = masked[prev_end:].decode("utf-8")
     assert tail == "" or tail.isspace()
-    # coverage of all non-whitespace content
+    # coverage of all non-whitespace content, payloads excepted
     assert "".join("".join(c.text.split()) for c in chunks) == "".join(text.split())
     # token budget, counted for real on the chunk text
     if chunks:
@@ -86,7 +105,17 @@ _WORDISH = st.sampled_from(
      "x_y", "foo(bar)", "1.5", "#tag", "```", "~~~", "\t", "   ", "\u00a0", "\u2028", "\x0b"]
 )
 _FREE = st.text(alphabet=_ALPHABET, max_size=30)
-_WORDS = st.lists(st.one_of(_WORDISH, _FREE), max_size=12).map(" ".join)
+# base64 data URIs on both sides of the 64-character threshold, glued to what is around them
+_B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
+_DATA_URI = st.builds(
+    lambda head, mime, payload, pad, tail: f"{head}data:{mime};base64,{payload}{pad}{tail}",
+    st.sampled_from(["", "![x](", "url(", 'src="', "meta", " "]),
+    st.sampled_from(["image/png", "font/woff2", "image/svg+xml;charset=utf-8", "IMAGE/PNG"]),
+    st.text(alphabet=_B64_CHARS, min_size=60, max_size=200),
+    st.sampled_from(["", "=", "=="]),
+    st.sampled_from(["", ")", '">', ") more", "x", "\n"]),
+)
+_WORDS = st.lists(st.one_of(_WORDISH, _FREE, _DATA_URI), max_size=12).map(" ".join)
 _LINE = st.one_of(
     _WORDS,
     _WORDS.map(lambda s: "# " + s),
@@ -336,3 +365,133 @@ def test_counter_protocol_runtime_check(wp):
     assert isinstance(WS, TokenCounter)
     assert wp.token_offsets("").shape == (0, 2)
     assert np.array_equal(wp.count(["hello world", ""]), [2, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# base64 data URIs: payloads are left out of every chunk
+
+
+def _payload(n_bytes: int, urlsafe: bool = False, seed: int = 0) -> str:
+    raw = random.Random(seed).randbytes(n_bytes)
+    return (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(raw).decode()
+
+
+def _no_payload_in(chunks: list[Chunk], payload: str) -> None:
+    for c in chunks:
+        assert "base64," not in c.text, c.text[:80]
+        assert payload[:40] not in c.text and payload[-40:] not in c.text
+
+
+def test_markdown_inline_png_payload_is_left_out(wp):
+    payload = _payload(75_000)  # a 100 KB payload: ~hundreds of junk chunks if chunked as prose
+    before = "# Logo\n\nThe project logo, drawn by hand in the spring of the first release.\n\n"
+    after = ")\n\nMore text after the image: how the logo is used in the docs and the app.\n"
+    text = before + "![logo](data:image/png;base64," + payload + after
+    counted: list[str] = []
+
+    class Spy:
+        def token_offsets(self, t):
+            return wp.token_offsets(t)
+
+        def count(self, texts):
+            counted.extend(texts)
+            return wp.count(texts)
+
+    chunks = run("note.md", text, Spy())  # byte-exact, ordered, everything else covered
+    _no_payload_in(chunks, payload)
+    assert not any(payload[:40] in t for t in counted)  # never even tokenised for a count
+    joined = "\n".join(c.text for c in chunks)
+    assert "The project logo, drawn by hand" in joined and "![logo](" in joined
+    assert "More text after the image" in joined
+    # the text on either side is chunked as if the payload were not there: one chunk per side
+    assert [c.text for c in chunks] == [before.strip() + "\n\n![logo](", after.strip()]
+    assert chunks[1].line_start == chunks[1].line_end - 2 == 5
+
+
+def test_css_font_payload_is_left_out(wp):
+    payload = _payload(30_000, seed=1)
+    text = (
+        ".title { color: #333; font-weight: bold; }\n\n"
+        "@font-face {\n  font-family: 'Inter';\n"
+        f"  src: url(data:font/woff2;base64,{payload}) format('woff2');\n}}\n\n"
+        "body { font-family: 'Inter', sans-serif; margin: 0; }\n"
+    )
+    chunks = run("style.css", text, wp, kind="code")
+    _no_payload_in(chunks, payload)
+    joined = "\n".join(c.text for c in chunks)
+    assert "src: url(" in joined and ") format('woff2');" in joined
+    assert ".title { color: #333;" in joined and "body { font-family: 'Inter'" in joined
+
+
+@pytest.mark.parametrize("path", ["page.html", "notes.txt", "a.md"])
+def test_html_src_and_url_safe_payloads_are_left_out_in_every_kind(wp, path):
+    payload = _payload(3_000, urlsafe=True, seed=2)
+    assert "-" in payload and "_" in payload
+    text = f'<p>Badge:</p>\n<img alt="badge" src="DATA:image/svg+xml;charset=utf-8;base64,{payload}">\n'
+    chunks = run(path, text, wp)
+    _no_payload_in(chunks, payload)
+    assert chunks[0].text.startswith("<p>Badge:</p>")
+    assert chunks[-1].text == '">'
+
+
+def test_packing_never_merges_across_a_payload(wp):
+    # both sides together are tiny and would be one chunk, but a chunk cannot span the payload
+    payload = _payload(600, seed=3)
+    text = f"first words data:image/gif;base64,{payload} last words"
+    chunks = run("a.md", text, wp)
+    assert [c.text for c in chunks] == ["first words", "last words"]
+
+
+@pytest.mark.parametrize("path", ["only.md", "only.css", "only.txt"])
+def test_a_file_that_is_only_a_payload_has_no_chunks(wp, path):
+    text = "\n  data:image/jpeg;base64," + _payload(5_000, seed=4) + "\n\n"
+    assert chunk_text(path, text.encode(), text, wp, ChunkSettings()) == []
+    text = "data:image/png;base64," + "A" * 64 + "\ndata:image/png;base64," + "B" * 100 + "=="
+    assert chunk_text(path, text.encode(), text, wp, ChunkSettings()) == []
+
+
+def test_short_and_non_base64_data_uris_are_kept(wp):
+    short = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA"  # 72 chars
+    short = short[:63]  # one under the threshold
+    text = (
+        f"A pixel: ![dot](data:image/png;base64,{short}) inline.\n\n"
+        "A note: [hi](data:text/plain,hello) and data:text/plain;charset=utf-8,"
+        + "A" * 80 + " and metadata:image/png;base64," + "Q" * 80 + "\n"
+    )
+    chunks = run("a.md", text, wp)
+    assert len(chunks) == 1 and chunks[0].text == text.strip()
+
+
+def test_whitespace_ends_a_payload(wp):
+    # a line-wrapped payload: only its first line (with the data: prefix) is a data URI
+    first, rest = "A" * 76, "B" * 76
+    text = f"before data:image/png;base64,{first}\n{rest}\nafter"
+    chunks = run("a.txt", text, WS)
+    assert [c.text for c in chunks] == ["before", f"{rest}\nafter"]
+
+
+def test_frontmatter_note_with_a_payload_in_its_body(wp):
+    payload = _payload(2_000, seed=5)
+    text = (
+        "---\ntitle: Logo note\ntags: [art]\n---\n"
+        f"Intro.\n\n![logo](data:image/webp;base64,{payload})\n\nOutro.\n"
+    )
+    data = text.encode()
+    chunks = chunk_text("n.md", data, text, wp, ChunkSettings())
+    assert [c.text for c in chunks] == ["Intro.\n\n![logo](", ")\n\nOutro."]
+    assert all(c.header == chunks[0].header and "Logo note" in c.header for c in chunks)
+    assert all(data[c.byte_start : c.byte_end].decode() == c.text for c in chunks)
+
+
+def test_sections_pack_on_each_side_of_a_payload_not_across_it():
+    # A | payload | B C: packing A with B (they fit) would leave C alone once the payload is cut;
+    # packing starts afresh after the payload, so B and C share a chunk
+    words = " ".join(["w"] * 40)
+    text = (
+        f"# A\n\n{words} data:image/png;base64,{_payload(300, seed=6)}\n\n"
+        f"# B\n\n{words}\n\n# C\n\n{words}\n"
+    )
+    cfg = ChunkSettings(max_tokens=120, target_tokens=100, min_tokens=10)
+    chunks = run("a.md", text, WS, cfg)
+    assert [c.text[:3] for c in chunks] == ["# A", "# B"]
+    assert "# C" in chunks[1].text

@@ -33,8 +33,9 @@ from .store import FileRow, Store
 
 # Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
 # of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers;
-# 3 = anchor texts (an index from before has none until its notes are read again).
-CHUNKER_VERSION = 3
+# 3 = anchor texts (an index from before has none until its notes are read again); 4 = base64 data-URI
+# payloads left out of chunks.
+CHUNKER_VERSION = 4
 
 
 def needs_rechunk(manifest: dict) -> bool:
@@ -131,10 +132,13 @@ class ChangeSet:
         return [f.path for f, _ in self.files if is_pdf(f.path)]
 
 
-def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter) -> CorpusDiff:
-    """The diff of an index run; `full` makes every found file new and every stored one deleted."""
+def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter,
+         since: int | None = None) -> CorpusDiff:
+    """The diff of an index run; `full` makes every found file new and every stored one deleted.
+    `since`: the last run's scan start (ragx/index/diff.py: files written since are compared by content)."""
     stored = store.files()
-    diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable())
+    diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable(),
+                       None if full else since)
     if only is not None and not full:
         diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged

@@ -2,12 +2,24 @@
 
 Every chunk is a contiguous slice of the file: ``chunk.text == data[byte_start:byte_end].decode()``,
 with 1-based inclusive line numbers. Chunks are in order, never overlap, are trimmed of whitespace
-at their edges, and together cover every non-whitespace character of the file -- except a markdown
-file's YAML frontmatter, which is metadata (ragx/ingest/frontmatter.py): its title, description,
-aliases and tags become every chunk's `header`, embedded and indexed in front of the chunk's text
-(`Chunk.embed_text`) but never part of what a result shows. (Every chunk, not the first only: on
+at their edges, and together cover every non-whitespace character of the file -- except base64
+data-URI payloads (below) and a markdown file's YAML frontmatter, which is metadata
+(ragx/ingest/frontmatter.py): its title, description, aliases and tags become every chunk's
+`header`, embedded and indexed in front of the chunk's text (`Chunk.embed_text`) but never part
+of what a result shows. (Every chunk, not the first only: on
 dendron-vault train that lifted dense nDCG@10 by +0.025 more; research/2026-11-30-vault-and-links.md.) A note that is all frontmatter
 gets one chunk: its description (or title) value, a byte-exact slice like any other.
+
+Base64 data URIs (``data:image/png;base64,iVBORw0K...`` with a payload of 64 or more base64
+characters, standard or URL-safe, in a markdown image, a CSS ``url()``, an HTML ``src``...) are
+left out whole, ``data:`` to padding, because the payload is binary, not text: embedding and
+BM25-indexing it costs time and only brings back junk. Each one is cut out like whitespace at a
+chunk's edge: no chunk spans it, packing never merges across it, and what is left on either side
+(``![logo](``, ``) more text``) is chunked as usual; a file that is only a payload has no chunks.
+Whitespace ends a payload (the alphabet holds every letter and digit, so a payload allowed to run
+on across whitespace would swallow the words after it): of a line-wrapped payload, only the part
+up to the first line break is left out. Short and non-base64 data URIs (``data:text/plain,hi``)
+are ordinary text.
 
 How a file is cut depends on its kind:
 
@@ -26,7 +38,7 @@ real in one batched call, and any chunk over ``max_tokens`` is split again until
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -90,6 +102,18 @@ _CODE_BLOCK_START = re.compile(r"\n(?:[^\S\n]*\n)+(?=[^\s)\]}])")
 
 _PYTHON_EXTS = (".py", ".pyi", ".pyx", ".pyw")
 
+# a base64 data URI: data:<type>/<subtype>[;param=value...];base64,<payload>, the payload 64+
+# characters of the standard or URL-safe alphabet with optional `=` padding and no whitespace (see
+# the module docstring). Not preceded by a URI scheme character, so `metadata:` is not one. ASCII:
+# with IGNORECASE alone, [A-Za-z] would also match a few non-ASCII letters (K, ſ, İ, ı).
+_B64_MIN = 64
+_MIME_TOKEN = r"[A-Za-z0-9!#$&^_.+-]+"
+_BASE64_URI = re.compile(
+    rf"(?<![A-Za-z0-9+.-])data:{_MIME_TOKEN}/{_MIME_TOKEN}(?:;{_MIME_TOKEN}=[^;,\s]*)*"
+    rf";base64,[A-Za-z0-9+/_-]{{{_B64_MIN},}}={{0,2}}",
+    re.IGNORECASE | re.ASCII,
+)
+
 
 def detect_kind(path: str, text: str) -> str:
     """The chunking kind of a file: by extension, except that extension-less and .txt files that
@@ -129,6 +153,17 @@ class _Doc:
         starts = offsets[:, 0]
         if len(starts) > 1:
             starts = np.maximum.accumulate(starts)
+        # base64 data-URI payloads, [start, end) in characters, in order; never part of a chunk
+        blobs = [m.span() for m in _BASE64_URI.finditer(text)]
+        self.blob_starts = [s for s, _ in blobs]
+        self.blob_ends = [e for _, e in blobs]
+        if blobs and len(starts):
+            # tokens that start inside a payload are not counted, so that sizes (and so the
+            # structure, packing and splitting) are those of the text that is actually chunked
+            bs, be = np.asarray(self.blob_starts), np.asarray(self.blob_ends)
+            k = np.searchsorted(bs, starts, side="right") - 1
+            inside = (k >= 0) & (starts < be[np.maximum(k, 0)])
+            starts = starts[~inside]
         self.ts: list[int] = starts.tolist()
 
     # ---- measuring
@@ -149,6 +184,33 @@ class _Doc:
         m2 = _NONWS.search(self._rtext, n - b, n - m.start())
         assert m2 is not None
         return m.start(), n - m2.start()
+
+    def cut_blobs(self, spans: list[Span]) -> list[Span]:
+        """The spans with every base64 payload cut out, like whitespace at the edges: a span with
+        payloads inside becomes the trimmed non-blank pieces around them (a payload-only span
+        none)."""
+        if not self.blob_starts:
+            return spans
+        bs, be = self.blob_starts, self.blob_ends
+        out: list[Span] = []
+        for a, b in spans:
+            k = bisect_right(be, a)  # the first payload that ends after a
+            prev = a
+            while k < len(bs) and bs[k] < b:
+                t = self.trim(prev, bs[k])
+                if t is not None:
+                    out.append(t)
+                prev = max(prev, be[k])
+                k += 1
+            t = self.trim(prev, b) if prev > a else (a, b)
+            if t is not None:
+                out.append(t)
+        return out
+
+    def blob_between(self, a: int, b: int) -> bool:
+        """Whether a base64 payload starts in [a, b)."""
+        k = bisect_left(self.blob_starts, a)
+        return k < len(self.blob_starts) and self.blob_starts[k] < b
 
     def pieces(self, a: int, b: int, cuts: Sequence[int]) -> list[Span]:
         out = []
@@ -186,7 +248,9 @@ class _Doc:
     def pack(self, units: list[Span], budget: int, balance: bool = False) -> list[Span]:
         """Merge neighbouring units while the result stays within the target (or, for a unit
         smaller than min_tokens, within the budget). With `balance`, aim at equal shares of the
-        span instead of filling up to the target, so that a split leaves no small remainder."""
+        span instead of filling up to the target, so that a split leaves no small remainder.
+        Base64 payloads are cut out of the units first, and never merged across."""
+        units = self.cut_blobs(units)
         if len(units) <= 1:
             return units
         st = self.settings
@@ -202,7 +266,7 @@ class _Doc:
         for k in range(1, len(units)):
             s, e = units[k]
             merged = est(cs, e)
-            if merged > budget:
+            if merged > budget or self.blob_between(ce, s):
                 fits = False
             else:
                 cur = est(cs, ce)
@@ -217,7 +281,7 @@ class _Doc:
         out.append((cs, ce))
         if len(out) > 1:
             (ps, _), (ls, le) = out[-2], out[-1]
-            if est(ls, le) < small and est(ps, le) <= budget:
+            if est(ls, le) < small and est(ps, le) <= budget and not self.blob_between(ps, ls):
                 out[-2:] = [(ps, le)]
         return out
 
@@ -476,6 +540,8 @@ def chunk_text(
 
     fm = frontmatter.parse(text) if kind == MARKDOWN else None
     spans, levels = _first_spans(doc, kind, path, fm, max_tokens)
+    # spans that went through no packing (a small file or section) may still hold a payload
+    spans = doc.cut_blobs(spans)
     if not spans:
         return []
     spans, counts = _fit_real_counts(doc, spans, levels, counter, max_tokens)
