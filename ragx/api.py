@@ -13,7 +13,7 @@ from . import __version__
 from .config import Settings, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.layout import Layout
-from .index.store import ANCHORS_OUTDATED, Store
+from .index.store import ANCHORS_OUTDATED, Store, scan_started
 from .scoring.params import Params
 
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
@@ -315,7 +315,7 @@ class Corpus:
                 out["graph"] = manifest.get("graph")
                 out["chunking"] = manifest.get("chunking")
                 if drift:
-                    diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable())
+                    diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable(), scan_started(manifest))
                     out["drift"] = _drift(diff)
                     out["drifted"] = _drifted(diff)
                     out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed

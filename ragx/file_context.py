@@ -3,7 +3,13 @@ file changed since it was indexed (`stale`), and the time filters and boosts of 
 
 - date: from the index's `file_dates` (ragx/index/dates.py: frontmatter, else git, else mtime).
 - stale: the file's size or mtime differs from the indexed row, or it is gone. No re-hash: a `touch`
-  counts as stale too (cheap to check on every query; `ragx index` then only updates the row).
+  counts as stale too (cheap to check on every query; `ragx index` then only updates the row). Size
+  and mtime can also stay while the bytes change (`cp -p`, `touch -r`, `rsync -t`, a tar extraction):
+  a file whose inode changed (`st_ctime_ns`, from the same stat) at or after the last index run's scan
+  start less 2 s (the manifest's `scan_started_ns`, ragx/index/diff.py) is then read and its hash
+  compared with the row's: the rule `ragx index` applies. Calling such a file stale unread would be
+  cheaper, but would flag every file written in the seconds before a run, right after it; this costs
+  nothing for the other files, and one read of a result's file only in that case (until the next run).
 - `--since/--until` keep results whose file date lies in the range; `--recent`/`--oldest` multiply each
   score by 1 + TIME_BOOST x (the file's place between the oldest and newest candidate date, 0..1, or
   its mirror). Both act on the candidate pool of the search (every result it can rank), not on files
@@ -21,6 +27,7 @@ import numpy as np
 
 from .errors import UsageError
 from .index.dates import bare_day, iso, parse_date
+from .index.store import written_since
 
 if TYPE_CHECKING:  # pragma: no cover
     from .index.store import Store
@@ -71,7 +78,7 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
     results = doc["results"]
     info = store.file_info(sorted({r["file"] for r in results}))
     for r in results:
-        size, mtime_ns, when, source = info.get(r["file"], (None, None, None, None))
+        size, mtime_ns, when, source = info.get(r["file"], (None, None, None, None))[:4]
         r["date"] = iso(when) if when is not None else None
         r["date_source"] = source
         r["_when"] = when
@@ -83,11 +90,11 @@ def annotate(doc: dict[str, Any], store: "Store", root: Path, opts: TimeOptions 
         if isinstance(doc.get("params"), dict):
             doc["params"]["top"] = top  # the search was asked for every candidate; the user asked for `top`
     results = results[:top]
+    stale = _stale_files(root, {r["file"] for r in results}, info, written_since(store.scan_started_ns()))
     for rank, r in enumerate(results, 1):
         r["rank"] = rank
         r.pop("_when")
-        size, mtime_ns = info.get(r["file"], (None, None, None, None))[:2]
-        r["stale"] = _stale(root / r["file"], size, mtime_ns)
+        r["stale"] = stale[r["file"]]
     doc["results"] = results
     return doc
 
@@ -151,17 +158,34 @@ def mark_stale(doc: dict[str, Any], store: "Store", root: Path) -> dict[str, Any
     for key in ("chunks", "neighbors"):
         entries += [e for e in doc.get(key, ()) if isinstance(e, dict) and "file" in e]
     info = store.file_info(sorted({e["file"] for e in entries}))
+    stale = _stale_files(root, {e["file"] for e in entries}, info, written_since(store.scan_started_ns()))
     for e in entries:
-        size, mtime_ns = info.get(e["file"], (None, None, None, None))[:2]
-        e["stale"] = _stale(root / e["file"], size, mtime_ns)
+        e["stale"] = stale[e["file"]]
     return doc
 
 
-def _stale(path: Path, size: int | None, mtime_ns: int | None) -> bool:
-    if size is None:
-        return True
+def _stale_files(root: Path, paths: set[str], info: dict[str, tuple], since: int | None) -> dict[str, bool]:
+    """path -> stale, each file judged once; `info`: Store.file_info; `since`: store.written_since."""
+    out = {}
+    for path in paths:
+        row = info.get(path)
+        out[path] = True if row is None else _stale(root / path, row[0], row[1], row[4], since)
+    return out
+
+
+def _stale(path: Path, size: int, mtime_ns: int, digest: str, since: int | None) -> bool:
     try:
         st = os.stat(path)
     except OSError:
         return True  # deleted or unreadable since it was indexed
-    return st.st_size != size or st.st_mtime_ns != mtime_ns
+    if st.st_size != size or st.st_mtime_ns != mtime_ns:
+        return True
+    if since is None or st.st_ctime_ns < since:
+        return False  # not written since the last index run began (see the module docstring)
+    from .ingest.content_hash import hash_bytes
+
+    try:
+        with open(path, "rb") as fh:
+            return hash_bytes(fh.read()) != digest
+    except OSError:
+        return True

@@ -14,13 +14,14 @@ from ..config import Settings
 from ..errors import CorruptIndexError
 from .arrays import build_arrays
 from .dates import git_dates
+from .diff import CorpusDiff, scan_start_ns
 from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
 from .snapshot import VECTORS_FORMAT, Snapshot
 from .verified import HNSW, RunChecks, checksums_remembered, has_postings, verify
-from .store import RunExtras, Store
+from .store import SCAN_STARTED, RunExtras, Store, scan_started
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
 
@@ -57,8 +58,11 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     checks.trust_recorded = not full  # a full run copies reused vectors into a new base: it hashes them
     generation = int(manifest.get("generation", 0))
     layout.remove_stale(keep={generation, generation - 1})
+    started_ns = scan_start_ns()  # before the walk (ragx/index/diff.py: what the next run compares ctimes with)
     with report.stage("plan"):
-        diff = scan(layout, store, settings, full, only, report, reporter)
+        diff = scan(layout, store, settings, full, only, report, reporter, scan_started(manifest))
+    # Recorded only by a run that saw every indexed file; otherwise the older start stays (still true).
+    started = started_ns if full or diff.complete else None
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
     # A generation from before BM25's postings gets them on the next run, changed files or not.
     converted = have_arrays and not has_postings(manifest)
@@ -66,12 +70,14 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         rows = undecodable_rows(diff.undecodable)
         if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():
             store.record_undecodable(diff.touched, rows)
+        _record_scan_start(store, manifest, diff, started)
         _no_new_generation(layout, store, report)
         return
     with report.stage("plan"):
         change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
     if have_arrays and change.only_undecodable and not converted:  # nothing indexable changed: no new generation
         store.record_undecodable(change.touched, change.undecodable)
+        _record_scan_start(store, manifest, diff, started)
         _no_new_generation(layout, store, report)
         return
     arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim, report.stage)
@@ -79,16 +85,18 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     with report.stage("write"):
         checksums = arrays.write(layout, new_gen)
     with report.stage("store"):
-        _commit(layout, store, change, arrays, identity, new_gen, checksums)
+        _commit(layout, store, change, arrays, identity, new_gen, checksums, started)
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
 
 
-def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_gen: int, checksums: dict[str, str]) -> None:
+def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_gen: int, checksums: dict[str, str],
+            started: int | None) -> None:
     store.apply(
         change,
         arrays,
         identity
+        | ({SCAN_STARTED: started} if started is not None else {})  # None: the recorded one stays
         | {
             "generation": new_gen,
             "next_chunk_id": change.next_chunk,
@@ -101,6 +109,15 @@ def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_ge
         # Labels reuse their cached term counts; git is asked once, before the transaction, not in it.
         RunExtras(terms_cache=layout.dir / TERMS_CACHE, git_dates=git_dates(layout.root)),
     )
+
+
+def _record_scan_start(store: Store, manifest: dict, diff: CorpusDiff, started: int | None) -> None:
+    """A run without a new generation records its scan start only where that spares later work: files
+    it read only because their ctime is past the recorded start would be read again by every run; an
+    index from before scan starts were recorded gets its first. Else nothing is written (the older
+    start stays true, see ragx/index/diff.py)."""
+    if started is not None and (diff.rehashed or scan_started(manifest) is None):
+        store.record_manifest({SCAN_STARTED: started})
 
 
 def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> None:

@@ -4,6 +4,28 @@ A file whose size and mtime match the stored row is unchanged without being read
 hashed, and only a different hash makes it changed (a `touch` is not a change). So is a file whose
 mtime discovery had to clamp (dated after 2262): its stored mtime cannot tell a change.
 
+Size and mtime alone miss an edit that keeps both: `cp -p` of a same-size file, `touch -r`, `rsync
+-t`, a tar extraction, editors and sync tools that restore the mtime. The inode change time cannot be
+set by a user and moves on every write (and on a chmod, a rename, a new hard link), so each index run
+records in its manifest when its scan began (`scan_started_ns`, the wall clock before the walk). The
+rule: a file whose size and mtime match its row but whose ctime is at or after that start, less
+store.SCAN_MARGIN_NS (2 s: coarse file-system timestamps, small clock steps), is compared by content;
+a different hash is a change, the same hash is not (its row is not even touched). Why that is enough:
+the run that recorded the start read or confirmed every file it kept, after the start, so a file whose
+ctime is older than that has not been written since. It costs no syscall (the walk's one stat gives
+ctime too) and no SQL, and only the files written or chmod-ed since the last run are read: right after
+a run, those written in the seconds before it too, once (a run that reads such files records its own
+start, even with nothing to index). An index from before this rule (no recorded start) keeps the
+size-and-mtime rule until a run records one. A start is recorded only by a run that saw every indexed
+file (`CorpusDiff.complete`): one limited to a path (`ragx index PATH`), or that could not read some
+indexed file or folder, keeps the older start, which stays true for every file.
+
+A file remembered as not UTF-8 (or a damaged PDF) has no hash to compare: it is read again when its
+ctime is at or after the start itself, without the margin, else every such file written in the seconds
+before a run would count as new and be parsed again. A write that the coarse clock dates before the
+start is possible only within a tick of the walk reading that very file. (Windows reports the creation
+time as st_ctime: there, such edits are missed as before.)
+
 What is indexed but cannot be read now (permission denied, an I/O error: a file, or a folder and all
 below it) stays indexed as it was, reported as unreadable, not deleted; its results may be stale.
 An `index.include` matching no file of a non-empty corpus is a typo, not a corpus that emptied: a
@@ -12,6 +34,7 @@ UsageError, before anything is deleted.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +42,12 @@ from ..config import Settings
 from ..errors import UsageError
 from ..ingest.filetypes import is_pdf
 from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes, mtime_is_clamped
-from .store import FileRow, StoredFiles
+from .store import FileRow, StoredFiles, written_since
+
+
+def scan_start_ns() -> int:
+    """What an index run records as its scan start (store.SCAN_STARTED), taken before its walk begins."""
+    return time.time_ns()
 
 
 @dataclass
@@ -35,6 +63,11 @@ class CorpusDiff:
     undecodable: list[FoundFile] = field(default_factory=list)
     # Paths there but unreadable now (permissions, I/O errors): what the index holds at or below them stays.
     unread: list[str] = field(default_factory=list)
+    # Files read only because their inode changed since the last run's scan start (same size and mtime).
+    rehashed: int = 0
+    # Whether every indexed file was seen and, where needed, read: only then may a run record its own
+    # scan start (see the module docstring). Not so after an unreadable path, or for a part of the corpus.
+    complete: bool = True
 
     def unreadable_of(self, paths) -> list[str]:
         """Those of `paths` (stored files the walk did not return) that are unreadable, not gone."""
@@ -57,6 +90,8 @@ class CorpusDiff:
             problems=[p for p in self.problems if inside(p.path)],
             skipped=[p for p in self.skipped if inside(p.path)],
             undecodable=self.undecodable,  # all of them: they stay remembered whatever the prefix
+            rehashed=self.rehashed,
+            complete=self.complete and (not prefix or prefix == "."),  # the files outside were not updated
         )
         out.unchanged = self.unchanged + (len(self.changed) - len(out.changed)) + (len(self.deleted) - len(out.deleted))
         return out
@@ -73,27 +108,39 @@ def discover_settings(settings: Settings) -> DiscoverSettings:
 
 
 def diff_corpus(
-    root: Path, settings: Settings, stored: StoredFiles | None = None, undecodable: dict[str, tuple[int, int]] | None = None
+    root: Path, settings: Settings, stored: StoredFiles | None = None, undecodable: dict[str, tuple[int, int]] | None = None,
+    scan_started_ns: int | None = None,
 ) -> CorpusDiff:
     """`stored`: the index's files (None: none, every file is new); `undecodable`: {path: (size, mtime_ns)}
-    of files known not to be UTF-8 (Store.undecodable)."""
+    of files known not to be UTF-8 (Store.undecodable); `scan_started_ns`: the scan start the last run
+    recorded (`store.scan_started(manifest)`; None: size and mtime alone decide, as before it was recorded)."""
     stored = stored if stored is not None else StoredFiles()
     undecodable = undecodable or {}
     stats = stored.stats
-    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats)
+    since = written_since(scan_started_ns)
+    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats, since)
     if found.include_unmatched:
         raise UsageError(_include_matches_nothing(settings, found.include_unmatched))
-    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread))
+    out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread),
+                     complete=not found.unread)
     for f in found.files:
         stat = stats.get(f.path)
+        written = since is not None and f.ctime_ns >= since  # its inode changed since the last run began
         if stat is None:
-            if undecodable.get(f.path) == (f.size, f.mtime_ns):
+            if undecodable.get(f.path) != (f.size, f.mtime_ns):
+                out.new.append(f)
+            elif scan_started_ns is not None and f.ctime_ns >= scan_started_ns:  # no hash: see the docstring
+                out.rehashed += 1  # remembered as not UTF-8 (or a damaged PDF), but written since: read again
+                out.new.append(f)
+            else:
                 out.undecodable.append(f)
                 out.skipped.append(Problem(f.path, "unreadable PDF" if is_pdf(f.path) else "not valid UTF-8"))
-            else:
-                out.new.append(f)
         elif stat == (f.size, f.mtime_ns) and not mtime_is_clamped(f.mtime_ns):
-            out.unchanged += 1
+            if written:
+                out.rehashed += 1
+                _compare_content(f, stored[f.path], out)
+            else:
+                out.unchanged += 1
         else:
             _compare_content(f, stored[f.path], out)
     gone = stats.keys() - {f.path for f in found.files}  # a set difference, not a loop over the stored rows
@@ -102,12 +149,14 @@ def diff_corpus(
 
 
 def _compare_content(f: FoundFile, row: FileRow, out: CorpusDiff) -> None:
-    """A file whose stat differs from its row (or whose mtime was clamped): changed only if its bytes are."""
+    """A file whose stat differs from its row (or whose mtime was clamped, or whose inode changed since
+    the last run began): changed only if its bytes are."""
     try:
         with open(f.abspath, "rb") as fh:
             digest = hash_bytes(fh.read())
     except OSError as exc:  # kept as indexed, like an unreadable file discovery reports
         out.problems.append(Problem(f.path, exc.strerror or str(exc)))
+        out.complete = False  # its row was neither confirmed nor replaced
         return
     if digest != row.hash:
         out.changed.append(f)

@@ -189,6 +189,29 @@ def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
     return loc
 
 
+# The manifest key of an index run's scan start: the wall clock (time.time_ns) before its walk began.
+# ragx/index/diff.py compares files' inode change times with it.
+SCAN_STARTED = "scan_started_ns"
+# A file whose ctime is at or after (scan start - SCAN_MARGIN_NS) is compared by content. File timestamps
+# come from the kernel's coarse clock (a tick behind time.time_ns()), some file systems keep whole
+# seconds (or two), and NTP may step the clock back a little: a write after the scan began may carry a
+# ctime a little before it. The cost of a wide margin: files written in the seconds before a run are
+# hashed once more by the next (and by a query whose results name them, in between).
+SCAN_MARGIN_NS = 2_000_000_000
+
+
+def scan_started(manifest: dict[str, Any]) -> int | None:
+    """The last index run's recorded scan start, None for an index from before it was recorded."""
+    value = manifest.get(SCAN_STARTED)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def written_since(started: int | None) -> int | None:
+    """The ctime from which a file whose size and mtime match its row is compared by content: the
+    scan start less SCAN_MARGIN_NS (None: no recorded start, size and mtime alone decide)."""
+    return None if started is None else started - SCAN_MARGIN_NS
+
+
 @dataclass(frozen=True)
 class RunExtras:
     """Inputs of the tables an index run derives in its transaction besides the ChangeSet's rows."""
@@ -302,6 +325,16 @@ class Store:
             "INSERT INTO manifest(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()],
         )
+
+    def record_manifest(self, values: dict[str, Any]) -> None:
+        """Set these manifest keys in a transaction of their own (a run that writes nothing else)."""
+        with self.transaction() as db:
+            Store.write_manifest(db, values)
+
+    def scan_started_ns(self) -> int | None:
+        """The manifest's `scan_started_ns` (see scan_started), without reading the rest of it."""
+        row = self.db.execute("SELECT value FROM manifest WHERE key = ?", (SCAN_STARTED,)).fetchone()
+        return scan_started({SCAN_STARTED: json.loads(row[0])}) if row else None
 
     # ---- files ----------------------------------------------------------------------------------
     def files(self) -> StoredFiles:
@@ -791,16 +824,18 @@ class Store:
                 Store.write_manifest(db, {"date_rules": DATE_RULES})
 
     def file_info(self, paths: Sequence[str]) -> dict[str, tuple]:
-        """path -> (size, mtime_ns, date, date source) as indexed; date and source None without a date."""
+        """path -> (size, mtime_ns, date, date source, content hash) as indexed; date and source None
+        without a date."""
         if not paths:
             return {}
         marks = ",".join("?" * len(paths))
         try:
             rows = self.db.execute(
-                f"SELECT f.path, f.size, f.mtime_ns, d.date, d.source FROM files f LEFT JOIN file_dates d ON d.path = f.path "
+                f"SELECT f.path, f.size, f.mtime_ns, d.date, d.source, f.hash FROM files f LEFT JOIN file_dates d ON d.path = f.path "
                 f"WHERE f.path IN ({marks})", list(paths)).fetchall()
         except sqlite3.OperationalError:  # an index from before file dates: no dates, staleness still known
-            rows = [(*r, None, None) for r in self.db.execute(f"SELECT path, size, mtime_ns FROM files WHERE path IN ({marks})", list(paths))]
+            rows = [(p, size, mtime_ns, None, None, digest) for p, size, mtime_ns, digest in self.db.execute(
+                f"SELECT path, size, mtime_ns, hash FROM files WHERE path IN ({marks})", list(paths))]
         return {r[0]: r[1:] for r in rows}
 
     # ---- PDF pages without text (ragx/ingest/pdf.py) --------------------------------------------------
@@ -839,12 +874,17 @@ class Store:
         finally:
             src.close()
 
-    def stamp_import(self, generation: int, touched: Sequence[tuple[str, int, int]]) -> None:
-        """An unpacked export before it is installed: the generation it will name, and this machine's
-        stat for files whose content matches it ((path, size, mtime_ns))."""
+    def stamp_import(self, generation: int, touched: Sequence[tuple[str, int, int]], scan_started_ns: int | None = None) -> None:
+        """An unpacked export before it is installed: the generation it will name, this machine's stat
+        for files whose content matches it ((path, size, mtime_ns)), and the start of the scan that
+        compared them (ragx/index/diff.py), in place of the exporter's (None: no start recorded)."""
         with self.transaction() as db:
             Store.write_manifest(db, {"generation": generation})
             db.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [(s, m, p) for p, s, m in touched])
+            if scan_started_ns is None:
+                db.execute("DELETE FROM manifest WHERE key = ?", (SCAN_STARTED,))
+            else:
+                Store.write_manifest(db, {SCAN_STARTED: scan_started_ns})
 
     @staticmethod
     def committed_generation(path: Path) -> int | None:

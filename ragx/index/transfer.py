@@ -13,7 +13,11 @@ then installs it the way an index run commits: arrays in a new generation folder
 store replaced in one SQLite backup step (a damaged store, which no reader can be using, is replaced by
 a rename instead, so `--force` repairs it). Files whose content differs from what was indexed are
 reported by path; the next `ragx index` re-indexes only those (their rows carry the exporter's hashes,
-and files whose content is the same only get their size and mtime updated here).
+and files whose content is the same only get their size and mtime updated here). The comparison reads
+every file written since the exporter's scan began (its manifest's `scan_started_ns`, see
+ragx/index/diff.py: a file written here after that moment may hold other bytes under the same size
+and mtime), and the installed manifest records this import's own scan start in place of the exporter's,
+no later than the inode change of any file it reports changed, so the next run finds those again.
 
 Export never writes into the index folder or over one of the corpus's files (an archive there would
 destroy what it exports), and over any other existing file only with `--force`.
@@ -30,14 +34,17 @@ import sqlite3
 import tarfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError, sqlite_error
 from .layout import Layout
 from .snapshot import Snapshot
 from .verified import FILES as GEN_FILES
 from .verified import OPTIONAL as GEN_OPTIONAL
-from .store import Store
+from .store import Store, StoredFiles, scan_started
+
+if TYPE_CHECKING:  # the corpus walk loads only when an import compares the files
+    from .diff import CorpusDiff
 
 IMPORT_TEMP = "tmp-gen-import-{pid}"  # a tmp-gen-* name: the next index run removes one left by a crash
 
@@ -224,17 +231,18 @@ def check_identity(fingerprint: dict[str, Any], wanted: dict[str, Any]) -> None:
             )
 
 
-def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]]) -> int:
+def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]], scan_started_ns: int | None = None) -> int:
     """Put the unpacked index in place (caller holds the writer lock); returns its generation number.
 
     `touched`: (path, size, mtime_ns) of files whose content matches the export, so their rows get this
-    machine's stat and are not re-hashed by every later run.
+    machine's stat and are not re-hashed by every later run. `scan_started_ns`: what the next index run
+    compares this machine's ctimes with (ragx/index/diff.py), replacing the exporter's; None: none.
     """
     imported = Store.committed_generation(unpacked / DB) or 0
     generation = max(_newest_generation(layout), imported) + 1  # a number no reader of the old index can be using
     staged = Store(unpacked / DB)
     try:
-        staged.stamp_import(generation, touched)
+        staged.stamp_import(generation, touched, scan_started_ns)
     finally:
         staged.close()
     target = layout.gen(generation)
@@ -284,7 +292,7 @@ def _rename_db(layout: Layout, staged: Path) -> None:
 def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]:
     """Install the export `source` as `corpus`'s index and report how the corpus's files differ from it."""
     from .identity import index_identity
-    from .diff import diff_corpus
+    from .diff import diff_corpus, scan_start_ns
 
     layout = corpus.layout
     if not source.is_file():
@@ -300,11 +308,13 @@ def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]
             fingerprint = read_archive(source, work)
             exported = Store(work / DB, readonly=True)
             try:
-                stored = exported.files()
+                stored, exported_scan = exported.files(), scan_started(exported.manifest())
             finally:
                 exported.close()
-            diff = diff_corpus(corpus.root, corpus.settings, stored)
-            generation = install(layout, work, [(f.path, f.size, f.mtime_ns) for f, _ in diff.touched])
+            started = scan_start_ns()
+            diff = diff_corpus(corpus.root, corpus.settings, stored, scan_started_ns=exported_scan)
+            generation = install(layout, work, [(f.path, f.size, f.mtime_ns) for f, _ in diff.touched],
+                                 _import_scan_start(diff, stored, started))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     differs = {
@@ -323,6 +333,16 @@ def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]
         "differs": differs,
         "unreadable": [{"path": p.path, "reason": p.reason} for p in diff.problems],
     }
+
+
+def _import_scan_start(diff: CorpusDiff, stored: StoredFiles, started: int) -> int | None:
+    """The scan start an import records. A file it found changed keeps the exporter's row; one with this
+    machine's very size and mtime (an edit that kept both, caught by its ctime) needs a start no later
+    than its ctime, so that the next run compares it again. None (nothing recorded: size and mtime
+    alone, as before starts were recorded) when some indexed path could not be read."""
+    if not diff.complete:
+        return None
+    return min([started, *(f.ctime_ns for f in diff.changed if stored.stats.get(f.path) == (f.size, f.mtime_ns))])
 
 
 def _has_index(layout: Layout) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ragx.ingest.content_hash import hash_bytes
 from ragx.ingest.filetypes import is_default_name, is_pdf
 
 if TYPE_CHECKING:  # pathspec (~11 ms to import) loads only for a .gitignore or include/exclude globs
@@ -66,6 +67,9 @@ class FoundFile(NamedTuple):  # a tuple: the walk makes one per file, 100,000 at
     abspath: str  # absolute path through the same symlinks (open() reaches the target)
     size: int
     mtime_ns: int
+    # The inode change time, from the same stat: no user can set it, and any write moves it (so do a
+    # chmod, a rename, a new hard link). ragx/index/diff.py compares it with the last run's scan start.
+    ctime_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,13 +109,6 @@ class NotUTF8Error(UnicodeDecodeError):
     def __reduce__(self):  # keep it picklable despite the custom __init__
         cause = UnicodeDecodeError(self.encoding, self.object, self.start, self.end, self.reason)
         return (type(self), (self.path, cause))
-
-
-def hash_bytes(data: bytes) -> str:
-    """Content hash used to detect changed files: xxh3-128, as 32 hex digits."""
-    import xxhash  # a drift check with no changed file never hashes
-
-    return xxhash.xxh3_128_hexdigest(data)
 
 
 def read_text(abspath: str | os.PathLike[str]) -> tuple[bytes, str]:
@@ -292,9 +289,11 @@ class _Queued(NamedTuple):
 
 
 class _Walker:
-    def __init__(self, root: str, settings: DiscoverSettings, known: Mapping[str, tuple[int, int]] | None = None):
+    def __init__(self, root: str, settings: DiscoverSettings, known: Mapping[str, tuple[int, int]] | None = None,
+                 known_until_ns: int | None = None):
         self.settings = settings
         self.known = known or {}
+        self.known_until_ns = known_until_ns
         self.root_abs = os.path.abspath(root)
         self.root_real = os.path.realpath(root)
         self.root_prefix = self.root_real.rstrip(os.sep) + os.sep
@@ -510,10 +509,12 @@ class _Walker:
         if st.st_size > settings.max_file_bytes:
             self.skip(rel, f"larger than {settings.max_file_bytes} bytes")
             return
-        mtime_ns = st.st_mtime_ns
+        mtime_ns, ctime_ns = st.st_mtime_ns, st.st_ctime_ns
         if _MTIME_NS_MIN < mtime_ns < _MTIME_NS_MAX:
-            if self.known.get(rel) == (st.st_size, mtime_ns):  # read when indexed, unchanged since
-                self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns))
+            if self.known.get(rel) == (st.st_size, mtime_ns) and (  # read when indexed, unchanged since
+                self.known_until_ns is None or ctime_ns < self.known_until_ns  # (its inode too, see discover)
+            ):
+                self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns, ctime_ns))
                 return
         else:  # a clamped mtime no longer tells a change: sniffed again here, hashed again by the diff
             mtime_ns = _storable_mtime(mtime_ns)
@@ -526,7 +527,7 @@ class _Walker:
         if b"\0" in head and not is_pdf(rel):  # PDFs: text comes from ragx/ingest/pdf.py
             self.skip(rel, "binary")
             return
-        self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns))
+        self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns, ctime_ns))
 
     def link_target(self, path: str, rel: str) -> str | None:
         """The real path a symlink points to, or None (reported) when it leaves the root."""
@@ -555,10 +556,14 @@ class _Walker:
 
 
 def discover(root: str | Path, settings: DiscoverSettings | None = None,
-             known: Mapping[str, tuple[int, int]] | None = None) -> Discovery:
+             known: Mapping[str, tuple[int, int]] | None = None, known_until_ns: int | None = None) -> Discovery:
     """Walk `root` and return the files to index (sorted by path) and what was left out.
 
     `known`: {path: (size, mtime_ns)} of files already read as text; one with the same size and mtime
     is not opened again to sniff for binary content (the rule that calls such a file unchanged), so
-    an incremental run or a drift check opens only new and changed files."""
-    return _Walker(os.fspath(root), settings or DiscoverSettings(), known).run()
+    an incremental run or a drift check opens only new and changed files. `known_until_ns`: the ctime
+    from which a write may postdate their reading (the last index run's scan start less a margin,
+    ragx/index/diff.py); a file whose inode changed at or after it (`st_ctime_ns`) may hold other bytes
+    under the same size and mtime, and is sniffed again. None: size and mtime alone (an index from
+    before scan starts were recorded)."""
+    return _Walker(os.fspath(root), settings or DiscoverSettings(), known, known_until_ns).run()

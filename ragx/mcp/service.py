@@ -40,13 +40,15 @@ Progress = Callable[[int, int], None]
 PROGRESS_EVERY = 0.25
 
 
-def _stamp(path: Path) -> tuple[int, int, int, int] | None:
-    """What identifies a file's version cheaply: device, inode, size, mtime (None when absent)."""
+def _stamp(path: Path) -> tuple[int, int, int, int, int] | None:
+    """What identifies a file's version cheaply: device, inode, size, mtime, and the inode change time
+    (None when absent). The last catches an edit that keeps size and mtime (`cp -p`, `touch -r`, a sync
+    tool): no user can set it, and every write moves it (a chmod too: a re-open, harmless)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _LogReporter:
