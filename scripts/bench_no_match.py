@@ -120,7 +120,10 @@ def report(table, min_dense: float, min_lexical: float) -> None:
         print(f"{q:<15} {c:<15} {len(table[(q, c)]):>5} {share:>7.1%}  {kind}")
     real = [v for (q, c), v in r.items() if q == c]
     foreign = [v for (q, c), v in r.items() if q != c]
-    print(f"worst real loss {max(real):.1%}; foreign empty: min {min(foreign):.1%}, mean {np.mean(foreign):.1%}")
+    summary = f"worst real loss {max(real):.1%}" if real else "no real pairs"
+    if foreign:  # none when one collection is run alone (--collections X)
+        summary += f"; foreign empty: min {min(foreign):.1%}, mean {np.mean(foreign):.1%}"
+    print(summary)
 
 
 def lost(table, min_dense: float, min_lexical: float, split: str, data: Path) -> None:
