@@ -109,6 +109,7 @@ class Corpus:
 
         if not self.layout.exists():
             raise NoIndexError(f"no index in {self.root}: run `ragx index`")
+        _check_utf8_root(self.root)
         rerank = (lambda: self.reranker) if self.settings.rerank.model.strip() else None
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
@@ -171,10 +172,11 @@ class Corpus:
             raise UsageError("--top must be at least 1")
         searcher = self.searcher
         qvec = searcher.embedder.embed_query(text)
-        with searcher.reading() as snap:  # rows and arrays of one commit
+        with searcher.reading() as snap:  # rows and arrays of one commit, and the file rows behind `stale`
             searcher.check_model()
             verdict = searcher.corpus_verdict(text, qvec, snap, self.settings.search)
             doc = rank_communities(searcher.store, snap, qvec, text, top, chunks)
+            _mark_stale_topics(doc["communities"], searcher.store, self.root)
         if not verdict.match and evidence_check:
             doc["communities"] = []
         doc["evidence"] = {**verdict.describe(), "enforced": evidence_check}
@@ -256,24 +258,29 @@ class Corpus:
 
     def relative(self, path: str | Path) -> str:
         """A path inside the corpus as stored (POSIX, relative to the root); refuses paths outside it."""
+        if "\0" in str(path):
+            raise UsageError(f"path contains a NUL byte: {_shown(path)}")
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.root / p
         try:
             rel = Path(*_normalise(p).parts).relative_to(self.root.resolve())
         except ValueError:
-            raise UsageError(f"{path} is outside the corpus root {self.root}") from None
+            raise UsageError(f"{_shown(path)} is outside the corpus root {_shown(self.root)}") from None
         return rel.as_posix()
 
     def index(self, *, full: bool = False, path: str | Path | None = None, reporter: Reporter | None = None) -> IndexReport:
         """Bring the index up to date; `path` (a file or folder inside the root) limits the refresh to it."""
         from .index.build import run_index
 
+        _check_utf8_root(self.root)  # before anything is written: the ANN index file needs a UTF-8 path
         only = None
         if path is not None:
             only = self.relative(path)
-            if not (self.root / only).exists() and not self._was_indexed(only):
-                raise UsageError(f"{path} does not exist in the corpus and was not indexed")
+            if not self._was_indexed(only):
+                if not (self.root / only).exists():
+                    raise UsageError(f"{_shown(path)} does not exist in the corpus and was not indexed")
+                self._check_indexable(only, path)
         report = run_index(self.root, self.settings, self.embedder, full=full, only=only, reporter=reporter)
         searcher = self.loaded("searcher")
         if searcher is not None:
@@ -282,6 +289,8 @@ class Corpus:
 
     def _was_indexed(self, only: str) -> bool:
         """Whether the index holds `only` or files below it (a deleted path may still be refreshed)."""
+        if only == ".":
+            return True  # the root: the whole corpus
         if not self.layout.exists():
             return False
         store = Store(self.layout.db, readonly=True)
@@ -289,6 +298,48 @@ class Corpus:
             return any(p == only or p.startswith(only + "/") for p in store.files())
         finally:
             store.close()
+
+    def _check_indexable(self, only: str, path: str | Path) -> None:
+        """Refuse `only` (there, not indexed yet) when the corpus's rules index nothing at or below it:
+        asked to index an image, the config or the index itself, `index` would otherwise report success
+        having done nothing. The corpus walk of `ragx status` decides (what an index run would find)."""
+        from .index.diff import diff_corpus
+        from .ingest.discover import ALWAYS_SKIPPED_DIRS, ROOT_SKIPPED_FILES
+
+        # Against the index's files, as status walks: only new files are read (to tell binaries apart).
+        store = Store(self.layout.db, readonly=True) if self.layout.exists() else None
+        try:
+            if store is None:
+                diff = diff_corpus(self.root, self.settings)
+            else:
+                with store.snapshot():
+                    stored, undecodable, started = store.files(), store.undecodable(), scan_started(store.manifest())
+                diff = diff_corpus(self.root, self.settings, stored, undecodable, started)
+        finally:
+            if store is not None:
+                store.close()
+        # Nothing at or below `only` is indexed, so whatever the walk finds there is new.
+        if any(f.path == only or f.path.startswith(only + "/") for f in diff.new):
+            return
+        is_dir = (self.root / only).is_dir()
+        told = [p for p in diff.skipped + diff.problems if p.path == only] if not is_dir else []
+        parts = only.split("/")
+        if told:
+            why = told[0].reason
+        elif parts[0] == ".ragx":
+            why = "it is ragx's own index folder"
+        elif any(part.startswith(".") for part in parts):
+            why = "dot-files and dot-folders are never indexed"
+        elif only in ROOT_SKIPPED_FILES:
+            why = "it is the corpus's ragx settings"
+        elif any(part in ALWAYS_SKIPPED_DIRS for part in parts):
+            why = f"{', '.join(sorted(ALWAYS_SKIPPED_DIRS))} folders are never indexed"
+        elif is_dir:
+            why = "no file below it is indexed by this corpus's rules (file types, .gitignore, index.include/exclude)"
+        else:
+            why = ("not a file type ragx indexes, or left out by .gitignore or index.include/exclude "
+                   "(`ragx config get index.include`)")
+        raise UsageError(f"{_shown(path)} is not indexed by this corpus: {why}")
 
     def status(self, *, drift: bool = True, verify: bool = True, deep: bool = False) -> dict[str, Any]:
         """Counts, model, drift and an integrity check (`deep` also reads every vector back from HNSW)."""
@@ -323,8 +374,8 @@ class Corpus:
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
-                # what an upgrade left to the next index run (the index is consistent meanwhile)
-                out["notices"] = [ANCHORS_OUTDATED] if store.anchors_need_update() else []
+                # what an upgrade or a config change left to the next index run (the index is consistent meanwhile)
+                out["notices"] = ([ANCHORS_OUTDATED] if store.anchors_need_update() else []) + _settings_changed(manifest, self.settings)
         finally:
             if store is not None:
                 store.close()
@@ -335,7 +386,72 @@ def _normalise(p: Path) -> Path:
     """Resolve `..` and symlinked parents without requiring the path to exist."""
     import os
 
+    if "\0" in str(p):  # realpath would raise ValueError: "embedded null byte"
+        raise UsageError(f"path contains a NUL byte: {_shown(p)}")
     return Path(os.path.realpath(p))
+
+
+def _shown(path: str | Path) -> str:
+    """A path echoed in a message: as it is, or quoted with its control characters (and bytes that
+    are not UTF-8) escaped, so that a message stays one printable line."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _check_utf8_root(root: Path) -> None:
+    """The ANN index library takes its file paths as UTF-8 text: a corpus under a folder whose name
+    is not UTF-8 cannot be indexed (nor searched). One line, before anything is written."""
+    import os
+
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(str(root)).decode("utf-8", "backslashreplace")
+        raise UsageError(f"the corpus path is not valid UTF-8: {shown} (rename the folder)") from None
+
+
+def _settings_changed(manifest: dict[str, Any], settings: Settings) -> list[str]:
+    """The settings that differ from those the index was built with, each said as `ragx index` says it
+    (ragx/index/identity.py, the one rule), naming the setting and the `--full` run it needs. Only the
+    config's own settings (chunking, graph, schema) are compared: the embedder's identity needs the model
+    built (the dimension may need its server), which status never does; a query and `ragx doctor` check it."""
+    from types import SimpleNamespace
+
+    from .index.identity import HINT, index_identity, mismatches
+
+    recorded_chunking = manifest.get("chunking")
+    chunking: dict[str, Any] = recorded_chunking if isinstance(recorded_chunking, dict) else {}
+    recorded = SimpleNamespace(  # the embedder's part as recorded: never a difference here
+        name=manifest.get("embedder"), dim=0,
+        token_counter=lambda: SimpleNamespace(max_content_tokens=chunking.get("max_tokens", 0)),
+    )
+    wanted, stored = _dotted(index_identity(settings, recorded)), _dotted(manifest)
+    for key in ("embedder", "dim", "chunking.max_tokens"):
+        wanted.pop(key, None)
+    return [f"index was {found}: {HINT} (or restore the setting)" for found in mismatches(stored, wanted)]
+
+
+def _dotted(values: dict[str, Any]) -> dict[str, Any]:
+    """{"graph": {"min_sim": 0.3}} -> {"graph.min_sim": 0.3}: a mismatch names the setting itself."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out |= {f"{key}.{k}": v for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def _mark_stale_topics(communities: list[dict[str, Any]], store: Store, root: Path) -> None:
+    """`stale` on every community's chunks, as a query's results carry it, and `stale_files`: those of
+    its `top_files` changed or deleted since they were indexed. One file-row read for all of them, in
+    the caller's read transaction."""
+    from .file_context import mark_stale
+
+    tops = [[{"file": path} for path in c["top_files"]] for c in communities]
+    mark_stale({"chunks": [ch for c in communities for ch in c["chunks"]] + [e for t in tops for e in t]}, store, root)
+    for c, top in zip(communities, tops):
+        c["stale_files"] = [e["file"] for e in top if e["stale"]]
 
 
 def _drift(diff) -> dict[str, int]:

@@ -34,6 +34,8 @@ def checked(what: str, arg: str | None, command: str = "inspect") -> tuple[str, 
     if name in NEEDS and (arg is None or not arg.strip()):
         example = "notes/a.md" if name == "file" else "12"
         raise UsageError(f"`{command} {what}` needs {NEEDS[name]}, e.g. `{command} {what} {example}`")
+    if name not in NEEDS and arg is not None and arg.strip():
+        raise UsageError(f"`{command} {what}` takes no argument, got {arg!r}")
     if name not in NUMBERED or arg is None:
         return name, arg
     digits = arg.strip()

@@ -42,6 +42,7 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
         "communities": [],
     }
     if not len(ids):
+        doc["reason"] = _why_no_community(store)
         return doc
     pos = snap.positions(ids)
     vecs = np.asarray(snap.vectors[pos], dtype=np.float32)
@@ -73,6 +74,21 @@ def rank_communities(store: Store, snap: Snapshot, qvec: np.ndarray, query: str,
             "chunks": _best_chunks(store, ids[members], sims[members], chunks_per),
         })
     return doc
+
+
+def _why_no_community(store: Store) -> str:
+    """Why the index has no community to rank (its chunks are all isolated), and what would change it.
+    A later `ragx index` adds no edge at the same `graph.min_sim`: the threshold is what decides."""
+    counts = store.counts()
+    if not counts["chunks"]:
+        return "the index holds no chunks"
+    if counts["edges"]:  # edges, yet no community: an index whose communities were never computed
+        return "the index records no communities: run `ragx index --full`"
+    graph = store.manifest().get("graph")
+    min_sim = graph.get("min_sim") if isinstance(graph, dict) else None
+    at = f" at graph.min_sim = {min_sim}" if min_sim is not None else ""
+    return (f"no chunk pair is similar enough to form communities{at}: lower graph.min_sim and run "
+            "`ragx index --full`, or search without --global")
 
 
 def _keyword_share(numbers: np.ndarray, labels: dict, words: set[str]) -> np.ndarray:

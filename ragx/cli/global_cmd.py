@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from .. import schemas
 from ..errors import EXIT_EMPTY
-from .app import emit_json, out
+from .app import emit_json, one_line, out
 
 DEFAULT_TOP = 5        # communities shown when --top is not given
 CHUNKS_PER_TOPIC = 3   # best chunks listed under each community
@@ -31,10 +31,16 @@ def run_global(corpus, text: str, top: int | None, json_out: bool, evidence_chec
             out.print(f"     keywords: {escape(', '.join(c['keywords']))}", highlight=False)
             for ch in c["chunks"]:
                 snippet = " ".join(ch["text"].split())[:160]
-                out.print(f"     {escape(ch['file'])}:{ch['line_start']}-{ch['line_end']}  {escape(snippet)}", highlight=False)
+                stale = "  [yellow](file changed since indexed)[/]" if ch.get("stale") else ""
+                out.print(f"     {escape(one_line(ch['file']))}:{ch['line_start']}-{ch['line_end']}{stale}  {escape(snippet)}", highlight=False)
     if not doc["communities"]:
         if not json_out:
             reason = doc["evidence"].get("reason")
-            why = f"{reason}; --no-evidence-check shows the closest anyway" if reason and doc["evidence"]["enforced"] else "the graph has no edges yet"
+            if doc.get("reason"):  # nothing to rank whatever the question (no community in the index)
+                why = doc["reason"]
+            elif reason and doc["evidence"]["enforced"]:
+                why = f"{reason}; --no-evidence-check shows the closest anyway"
+            else:
+                why = "no community matched"
             out.print(f"no communities ({escape(why)})")
         raise typer.Exit(EXIT_EMPTY)
