@@ -176,8 +176,7 @@ def test_export_refuses_a_note_the_next_run_would_index_and_writes_beside_the_no
     assert note.read_text(encoding="utf-8").startswith("# later")
 
     beside = origin / "index.tar.gz"  # in the root, but not a file ragx indexes (an archive)
-    beside.write_bytes(b"an older export")
-    code, _, err = call(capsys, "export", str(beside), "--root", str(origin), "--force")
+    code, _, err = call(capsys, "export", str(beside), "--root", str(origin))
     assert code == 0, err
     assert tarfile.is_tarfile(beside)
 
@@ -210,3 +209,162 @@ def test_a_failed_import_over_a_damaged_index_leaves_it_as_it_was(exported, caps
     code, _, err = call(capsys, "import", str(truncated), "--root", str(origin), "--force")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert db.read_bytes() == damaged  # not half replaced: the user can still retry or rebuild
+
+
+# ---- QA pass 38: targets inside the corpus, malformed fingerprints, other schema versions ----------
+
+def _recraft(archive, out, mutate=None, raw=None):
+    """`archive` written again to `out` with its fingerprint changed by `mutate` (or replaced by `raw`)."""
+    import io
+
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read()
+            if member.name == "ragx-export.json":
+                if raw is not None:
+                    data = raw
+                else:
+                    fingerprint = json.loads(data)
+                    mutate(fingerprint)
+                    data = json.dumps(fingerprint).encode("utf-8")
+            info = tarfile.TarInfo(member.name)
+            info.size = len(data)
+            dst.addfile(info, io.BytesIO(data))
+    return out
+
+
+def _refused(capsys, *args):
+    code, out, err = call(capsys, *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, err)
+    assert "internal error" not in err
+    return err
+
+
+@pytest.mark.parametrize("inside", ["ragx.toml", "data.bin", "sub/scan.tar.gz", "absent-ragx.toml"])
+def test_export_never_replaces_the_config_or_another_file_of_the_corpus_folder(exported, capsys, inside):
+    origin, _, _ = exported
+    (origin / "ragx.toml").write_text("[graph]\nk = 8\n", encoding="utf-8")
+    (origin / "data.bin").write_bytes(b"\x00\x01 not indexed, but mine")
+    (origin / "sub").mkdir()
+    (origin / "sub" / "scan.tar.gz").write_bytes(b"an archive of my own, not a ragx export")
+    assert call(capsys, "index", "--root", str(origin))[0] == 0
+    before = query(capsys, origin)
+    target = origin / ("ragx.toml" if inside == "absent-ragx.toml" else inside)
+    if inside == "absent-ragx.toml":
+        target.unlink()  # no config yet: an archive written under its name would become one
+    was = target.read_bytes() if target.exists() else None
+    for extra in ((), ("--force",)):
+        err = _refused(capsys, "export", str(target), "--root", str(origin), *extra)
+        assert "--force" not in err  # forcing would not help: do not suggest it
+    assert (target.read_bytes() if target.exists() else None) == was
+    assert query(capsys, origin) == before  # every command still works
+
+
+def test_export_replaces_an_earlier_export_in_the_corpus_folder_only_when_forced(exported, capsys):
+    origin, _, _ = exported
+    target = origin / "backup.tar.gz"
+    assert call(capsys, "export", str(target), "--root", str(origin))[0] == 0
+    err = _refused(capsys, "export", str(target), "--root", str(origin))
+    assert "already exists" in err and "--force" in err
+    code, _, err = call(capsys, "export", str(target), "--root", str(origin), "--force")
+    assert code == 0, err
+    assert tarfile.is_tarfile(target)
+
+
+def test_export_never_replaces_the_machine_settings_file(exported, capsys):
+    import os
+
+    origin, _, _ = exported
+    from pathlib import Path
+
+    rc = Path(os.environ["RAGX_RC"])
+    rc.write_text("[graph]\nk = 8\n", encoding="utf-8")
+    _refused(capsys, "export", str(rc), "--root", str(origin), "--force")
+    assert rc.read_text(encoding="utf-8") == "[graph]\nk = 8\n"
+
+
+def test_export_names_a_missing_folder_before_building_anything(exported, capsys, tmp_path):
+    origin, _, _ = exported
+    err = _refused(capsys, "export", str(tmp_path / "nodir" / "c2.tgz"), "--root", str(origin))
+    assert f"folder {tmp_path / 'nodir'} does not exist" in err and ".tmp-" not in err
+    assert not (tmp_path / "nodir").exists()
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    err = _refused(capsys, "export", str(tmp_path / "afile" / "c2.tgz"), "--root", str(origin))
+    assert f"{tmp_path / 'afile'} is not a folder" in err
+    assert not [p for p in (origin / ".ragx").iterdir() if ".tmp-" in p.name]
+
+
+MALFORMED = {
+    "a list": dict(raw=b"[]"),
+    "not UTF-8": dict(raw=b'{"format": "ragx.archive.v1", "x": "\xff"}'),
+    "no members": dict(mutate=lambda fp: fp.pop("members")),
+    "no identity": dict(mutate=lambda fp: fp.pop("identity")),
+    "identity null": dict(mutate=lambda fp: fp.__setitem__("identity", None)),
+    "identity without dim": dict(mutate=lambda fp: fp["identity"].pop("dim")),
+    "no files_digest": dict(mutate=lambda fp: fp.pop("files_digest")),
+    "members a string": dict(mutate=lambda fp: fp.__setitem__("members", "abc")),
+    "a member outside": dict(mutate=lambda fp: fp["members"].__setitem__("../../../../etc/passwd", "00" * 32)),
+    "a checksum not hex": dict(mutate=lambda fp: fp["members"].__setitem__("index.sqlite", 42)),
+    "no database listed": dict(mutate=lambda fp: fp["members"].pop("index.sqlite")),
+    "no counts": dict(mutate=lambda fp: fp.pop("counts")),
+    "no format": dict(mutate=lambda fp: fp.pop("format")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_import_refuses_a_malformed_fingerprint_in_one_line_writing_nothing(exported, capsys, tmp_path, case):
+    origin, archive, copy = exported
+    bad = _recraft(archive, tmp_path / "bad.tar.gz", **MALFORMED[case])
+    err = _refused(capsys, "import", str(bad), "--root", str(copy))
+    assert f"{bad} is not a ragx export (damaged or incomplete ragx-export.json: " in err
+    assert not (copy / ".ragx").exists()
+    before = query(capsys, origin)
+    _refused(capsys, "import", str(bad), "--root", str(origin), "--force")
+    assert query(capsys, origin) == before
+
+
+@pytest.mark.parametrize("version, words", [(99, ("newer ragx", "upgrade ragx")), (0, ("older ragx", "export it again"))])
+def test_import_of_another_schema_version_says_which_ragx_wrote_it(exported, capsys, tmp_path, version, words):
+    _, archive, copy = exported
+    other = _recraft(archive, tmp_path / "other.tar.gz", lambda fp: fp["identity"].__setitem__("schema_version", version))
+    err = _refused(capsys, "import", str(other), "--root", str(copy))
+    assert all(w in err for w in words) and "`ragx index`" in err
+    assert "ragx.toml" not in err and "config" not in err  # not a setting
+    assert not (copy / ".ragx").exists()
+
+
+def _flip_header(archive, out):
+    """`archive` with one bit flipped in the tar header after the fingerprint, compressed again."""
+    import gzip
+
+    raw = bytearray(gzip.decompress(archive.read_bytes()))
+    with tarfile.open(archive) as tar:
+        second = tar.getmembers()[1].offset
+    raw[second + 3] ^= 0x10  # inside the member's name: the header checksum no longer matches
+    out.write_bytes(gzip.compress(bytes(raw)))
+    return out
+
+
+def test_an_archive_damaged_after_its_fingerprint_is_called_damaged(exported, capsys, tmp_path):
+    origin, archive, copy = exported
+    before = query(capsys, origin)
+    data = archive.read_bytes()
+    flipped = tmp_path / "flipped.tar.gz"
+    flipped.write_bytes(data[: len(data) * 3 // 4] + bytes([data[len(data) * 3 // 4] ^ 0x04]) + data[len(data) * 3 // 4 + 1:])
+    truncated = tmp_path / "truncated.tar.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    for bad in (flipped, truncated, _flip_header(archive, tmp_path / "header.tar.gz")):
+        err = _refused(capsys, "import", str(bad), "--root", str(origin), "--force")
+        assert "damaged" in err and "not a ragx export" not in err, err
+        assert str(bad) in err
+    assert query(capsys, origin) == before
+    assert not (copy / ".ragx").exists()
+
+
+def test_a_file_that_is_no_archive_is_not_a_ragx_export(exported, capsys, tmp_path):
+    _, _, copy = exported
+    text = tmp_path / "notes.tar.gz"
+    text.write_text("just some text\n", encoding="utf-8")
+    err = _refused(capsys, "import", str(text), "--root", str(copy))
+    assert f"{text} is not a ragx export" in err and "method" not in err
+    assert not (copy / ".ragx").exists()

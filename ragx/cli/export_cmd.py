@@ -19,12 +19,14 @@ def export_command(
     file: Annotated[str, typer.Argument(help="Archive to write (a .tar.gz).")],
     root: RootOpt = None,
     force: Annotated[bool, typer.Option(
-        "--force", help="Replace an existing FILE (never a file of the corpus or inside its .ragx folder).")] = False,
+        "--force", help="Replace an existing FILE (inside the corpus folder only an earlier export; never its "
+                        "config, one of its files or anything in its .ragx folder).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Write the index and its fingerprint (model, chunking, graph, file hashes) to one archive.
 
-    An existing FILE is kept unless --force is given.
+    An existing FILE is kept unless --force is given; inside the corpus folder only an earlier export is
+    ever replaced.
     """
     from ..index.transfer import export_index
 

@@ -19,12 +19,19 @@ ragx/index/diff.py: a file written here after that moment may hold other bytes u
 and mtime), and the installed manifest records this import's own scan start in place of the exporter's,
 no later than the inode change of any file it reports changed, so the next run finds those again.
 
-Export never writes into the index folder or over one of the corpus's files (an archive there would
-destroy what it exports), and over any other existing file only with `--force`.
+Export never writes into the index folder, over the corpus's config or ragx's settings file, over one
+of the corpus's files, or over any other existing file inside the corpus folder but an earlier export
+(an archive there would destroy what it exports, or break every command); an earlier export there, or
+an existing file outside the corpus folder, it replaces only with `--force`.
+
+Import reads the fingerprint first and checks its shape in one place (`_checked_fingerprint`): an
+archive whose fingerprint is unreadable or malformed is "not a ragx export"; one whose fingerprint is
+sound but whose later tar headers, gzip stream or member checksums fail is "damaged or incomplete".
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -33,6 +40,7 @@ import shutil
 import sqlite3
 import tarfile
 import time
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +56,8 @@ if TYPE_CHECKING:  # the corpus walk loads only when an import compares the file
 
 IMPORT_TEMP = "tmp-gen-import-{pid}"  # a tmp-gen-* name: the next index run removes one left by a crash
 
-FORMAT = "ragx.archive.v1"
+FORMAT_FAMILY = "ragx.archive."
+FORMAT = FORMAT_FAMILY + "v1"
 FINGERPRINT = "ragx-export.json"
 DB = "index.sqlite"
 IDENTITY_KEYS = ("schema_version", "embedder", "dim", "chunking", "graph")
@@ -89,18 +98,51 @@ def export_index(corpus, target: Path, *, force: bool = False) -> dict[str, Any]
 
 
 def _check_target(corpus, target: Path, *, force: bool) -> None:
-    """Refuse a target whose loss could not be undone. The index folder and the corpus's own files are
-    refused even with `force`: an archive written there destroys the very index or notes it exports."""
+    """Refuse a target whose loss could not be undone, before anything is built. Never, even with `force`:
+    the index folder, the corpus's config or ragx's settings file (an archive there breaks every command),
+    the corpus's files, or an existing file inside the corpus folder that is not an earlier export.
+    Elsewhere an existing file is replaced only with `force`."""
+    from ..config import PROJECT_FILE, rc_path
+
     if target.is_dir():
         raise UsageError(f"{target} is a folder; give a file name such as index.ragx.tar.gz")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder: export to a file in a folder that exists" if folder.exists()
+                         else f"folder {folder} does not exist: create it, or export to a file in a folder that does")
+    root = Path(os.path.realpath(corpus.root))
     index_dir = corpus.layout.dir.resolve()
     if target == index_dir or target.is_relative_to(index_dir):
         raise UsageError(f"{target} is inside the index folder {index_dir}: export to a file outside it")
+    for settings, what in ((root / PROJECT_FILE, "the corpus's config"), (Path(os.path.realpath(rc_path())), "ragx's settings file")):
+        if target == settings:
+            raise UsageError(f"{target} is {what}: export to another file name")
     clash = _corpus_file_at(corpus, target)
     if clash is not None:
         raise UsageError(f"{target} is the corpus file {clash}: export to a file that ragx does not index")
-    if os.path.lexists(target) and not force:
+    exists = os.path.lexists(target)
+    if exists and target.is_relative_to(root) and not _is_export(target):
+        raise UsageError(f"{target} is a file in the corpus folder {root} and not a ragx export: "
+                         "export to a new file name, or outside the corpus folder")
+    if exists and not force:
         raise UsageError(f"{target} already exists; `ragx export --force` replaces it")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write in folder {folder} (permission denied): export to a folder you can write")
+
+
+def _is_export(path: Path) -> bool:
+    """Whether `path` is a regular file whose first member is a ragx export's fingerprint (which the
+    exporter writes first): a cheap test that decompresses only that member."""
+    if not path.is_file():  # a FIFO or a device: never opened
+        return False
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            first = tar.next()
+            member = tar.extractfile(first) if first is not None and first.name == FINGERPRINT else None
+            fingerprint = json.loads(member.read().decode("utf-8")) if member is not None else None
+    except (tarfile.TarError, OSError, EOFError, ValueError, zlib.error):
+        return False
+    return isinstance(fingerprint, dict) and str(fingerprint.get("format", "")).startswith(FORMAT_FAMILY)
 
 
 def _corpus_file_at(corpus, target: Path) -> str | None:
@@ -176,36 +218,128 @@ def _write_tar(target: Path, fingerprint: dict[str, Any], members: dict[str, Pat
 # ---- import ---------------------------------------------------------------------------------------
 
 def peek_fingerprint(source: Path) -> dict[str, Any]:
-    """The fingerprint alone, read without unpacking the rest."""
+    """The fingerprint alone, checked (see `_checked_fingerprint`), read without unpacking the rest."""
     try:
         with tarfile.open(source, "r:*") as tar:
-            member = tar.extractfile(FINGERPRINT)
-            if member is None:  # a fingerprint entry that is not a regular file
-                raise KeyError(FINGERPRINT)
-            fingerprint = json.loads(member.read().decode("utf-8"))
-    except (KeyError, AttributeError, ValueError):
-        raise CorruptIndexError(f"{source} is not a ragx export (no readable {FINGERPRINT})") from None
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise UsageError(f"cannot read {source}: {exc}") from None
-    if fingerprint.get("format") != FORMAT:
-        raise CorruptIndexError(f"{source}: unknown export format {fingerprint.get('format')!r}")
+            return _fingerprint_in(tar, source)
+    except tarfile.ReadError:  # no tar (gzip, bzip2, xz or plain) can be read from its start
+        raise CorruptIndexError(f"{source} is not a ragx export (not a .tar.gz archive)") from None
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise _damaged(source, exc) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
+
+
+def _fingerprint_in(tar: tarfile.TarFile, source: Path) -> dict[str, Any]:
+    """The checked fingerprint of the open archive: the first member the exporter writes, found by
+    reading members only up to it (any other position is accepted, at the cost of reading further)."""
+    member = next((m for m in tar if m.name == FINGERPRINT), None)
+    reader = tar.extractfile(member) if member is not None else None
+    if reader is None:  # none, or an entry of that name that is not a regular file
+        raise CorruptIndexError(f"{source} is not a ragx export (no {FINGERPRINT} in it)")
+    return _checked_fingerprint(reader.read(), source)
+
+
+def _checked_fingerprint(data: bytes, source: Path) -> dict[str, Any]:
+    """`data` parsed as a fingerprint, its shape checked once here for every reader: what import, the
+    identity check and its report use is there, of the right type; the members it lists are ones an
+    export holds, each with a SHA-256."""
+    def malformed(why: str) -> CorruptIndexError:
+        return CorruptIndexError(f"{source} is not a ragx export (damaged or incomplete {FINGERPRINT}: {why})")
+
+    try:
+        fingerprint = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise malformed("not UTF-8 JSON") from None
+    if not isinstance(fingerprint, dict):
+        raise malformed(f"a JSON {type(fingerprint).__name__}, not an object")
+    form = fingerprint.get("format")
+    if not isinstance(form, str):
+        raise malformed("no format")
+    if form != FORMAT:
+        from .. import __version__
+
+        if form.startswith(FORMAT_FAMILY):
+            raise CorruptIndexError(f"{source} is a ragx export in format {form!r}, which ragx {__version__} cannot read "
+                                    f"(it reads {FORMAT!r}): upgrade ragx here, or export again with this ragx version")
+        raise CorruptIndexError(f"{source} is not a ragx export (unknown format {form!r})")
+    identity = fingerprint.get("identity")
+    if not isinstance(identity, dict):
+        raise malformed("no identity object")
+    missing = [key for key in IDENTITY_KEYS if key not in identity]
+    if missing:
+        raise malformed(f"identity lacks {', '.join(missing)}")
+    if not _is_int(identity["schema_version"]):
+        raise malformed("schema_version is not a number")
+    members = fingerprint.get("members")
+    if not isinstance(members, dict):
+        raise malformed("no members object")
+    odd = sorted(str(name) for name, digest in members.items() if name not in MEMBERS - {FINGERPRINT} or not _is_sha256(digest))
+    if odd:
+        raise malformed(f"unexpected member or checksum: {', '.join(repr(n) for n in odd[:3])}")
+    absent = sorted(REQUIRED - {FINGERPRINT} - members.keys())
+    if absent:
+        raise malformed(f"members lacks {', '.join(absent)}")
+    if not isinstance(fingerprint.get("files_digest"), str):
+        raise malformed("no files_digest")
+    counts = fingerprint.get("counts")
+    if not isinstance(counts, dict) or not all(_is_int(counts.get(k)) for k in ("files", "chunks")):
+        raise malformed("no counts of files and chunks")
+    if not isinstance(fingerprint.get("created_at"), str):
+        raise malformed("no created_at")
     return fingerprint
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _damaged(source: Path, exc: BaseException | str) -> CorruptIndexError:
+    if isinstance(exc, EOFError):
+        detail = "it ends early: cut short while copying?"
+    elif isinstance(exc, str):
+        detail = exc
+    else:
+        detail = str(exc) or type(exc).__name__
+    return CorruptIndexError(f"{source} is damaged or incomplete ({detail}): copy it again, or export it again")
+
+
 def read_archive(source: Path, into: Path) -> dict[str, Any]:
-    """Extract `source` into the folder `into` after checking its members; returns the fingerprint."""
+    """Extract `source` into the folder `into` after checking its members; returns the fingerprint.
+
+    Past a readable fingerprint a failure of the tar, gzip or checksum layer is damage (a bit flipped
+    or the file cut short in transit), and said so; the whole gzip stream is read, so its CRC counts."""
     try:
         with tarfile.open(source, "r:*") as tar:
-            names = {m.name for m in tar.getmembers()}
-            bad = [m.name for m in tar.getmembers() if not m.isfile() or m.name not in MEMBERS]
-            if bad or not REQUIRED <= names:
-                raise CorruptIndexError(f"{source} is not a ragx export (unexpected or missing members: {sorted(bad or REQUIRED - names)[:3]})")
-            tar.extractall(into, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise UsageError(f"cannot read {source}: {exc}") from None
-    fingerprint = json.loads((into / FINGERPRINT).read_text(encoding="utf-8"))
-    if fingerprint.get("format") != FORMAT:
-        raise CorruptIndexError(f"{source}: unknown export format {fingerprint.get('format')!r}")
+            fingerprint = _fingerprint_in(tar, source)
+            try:
+                members = tar.getmembers()  # a damaged header ends the list early: missing members
+                names = {m.name for m in members}
+                bad = sorted(m.name for m in members if not m.isfile() or m.name not in MEMBERS)
+                if bad:
+                    raise CorruptIndexError(f"{source} is not a ragx export (unexpected members: {bad[:3]})")
+                listed = {FINGERPRINT, *fingerprint["members"]}
+                if names != listed:
+                    lost, extra = sorted(listed - names), sorted(names - listed)
+                    raise _damaged(source, f"missing {_some(lost)}" if lost else f"{_some(extra)} without a checksum")
+                tar.extractall(into, filter="data")
+                if tar.fileobj is not None:
+                    while tar.fileobj.read(1 << 20):  # to the end of the stream: gzip checks its CRC there
+                        pass
+            except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                raise _damaged(source, exc) from None
+    except tarfile.ReadError:
+        raise CorruptIndexError(f"{source} is not a ragx export (not a .tar.gz archive)") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # before the fingerprint was read
+        raise _damaged(source, exc) from None
     for name, digest in fingerprint["members"].items():
         if _sha256(into / name) != digest:
             raise CorruptIndexError(f"{source}: {name} does not match its checksum (damaged in transit?)")
@@ -221,14 +355,30 @@ def read_archive(source: Path, into: Path) -> dict[str, Any]:
 
 
 def check_identity(fingerprint: dict[str, Any], wanted: dict[str, Any]) -> None:
-    """The export must have been built the way this corpus's config would build it."""
+    """The export must have been built the way this corpus's config would build it (`fingerprint` as
+    `_checked_fingerprint` returns it). The schema version is ragx's own, not a setting: another one
+    means another ragx wrote the export."""
+    from .. import __version__
+
+    identity = fingerprint["identity"]
     for key in IDENTITY_KEYS:
-        have = fingerprint["identity"].get(key)
-        if key in wanted and have != wanted[key]:
+        have = identity[key]
+        if key not in wanted or have == wanted[key]:
+            continue
+        if key == "schema_version":
+            by = fingerprint.get("ragx_version")
+            by = f"ragx {by}" if isinstance(by, str) else "ragx"
+            newer = have > wanted[key]
             raise ManifestMismatchError(
-                f"the export was built with {key} = {have}, this corpus's config says {wanted[key]}: "
-                "set the same in ragx.toml, or build the index here with `ragx index --full`"
+                f"the export was written by {'a newer' if newer else 'an older'} ragx ({by}, index schema {have}; "
+                f"ragx {__version__} here reads schema {wanted[key]}): "
+                + ("upgrade ragx here" if newer else "export it again with this ragx version")
+                + ", or build the index here with `ragx index`"
             )
+        raise ManifestMismatchError(
+            f"the export was built with {key} = {have}, this corpus's config says {wanted[key]}: "
+            "set the same in ragx.toml, or build the index here with `ragx index --full`"
+        )
 
 
 def install(layout: Layout, unpacked: Path, touched: list[tuple[str, int, int]], scan_started_ns: int | None = None) -> int:
@@ -299,13 +449,15 @@ def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]
         raise UsageError(f"{source} is not a file")
     if _has_index(layout) and not force:
         raise UsageError(f"{corpus.root} already has an index; `ragx import --force` replaces it")
-    check_identity(peek_fingerprint(source), index_identity(corpus.settings, corpus.embedder))  # before writing anything
+    wanted = index_identity(corpus.settings, corpus.embedder)
+    check_identity(peek_fingerprint(source), wanted)  # before writing anything
     layout.dir.mkdir(parents=True, exist_ok=True)
     with layout.writer_lock():
         work = layout.dir / IMPORT_TEMP.format(pid=os.getpid())
         shutil.rmtree(work, ignore_errors=True)
         try:
             fingerprint = read_archive(source, work)
+            check_identity(fingerprint, wanted)  # the archive read in full, should it have changed since
             exported = Store(work / DB, readonly=True)
             try:
                 stored, exported_scan = exported.files(), scan_started(exported.manifest())
