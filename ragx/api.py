@@ -109,7 +109,7 @@ class Corpus:
 
         if not self.layout.exists():
             raise NoIndexError(f"no index in {self.root}: run `ragx index`")
-        _check_utf8_root(self.root)
+        check_utf8_root(self.root)
         rerank = (lambda: self.reranker) if self.settings.rerank.model.strip() else None
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
@@ -273,7 +273,7 @@ class Corpus:
         """Bring the index up to date; `path` (a file or folder inside the root) limits the refresh to it."""
         from .index.build import run_index
 
-        _check_utf8_root(self.root)  # before anything is written: the ANN index file needs a UTF-8 path
+        check_utf8_root(self.root)  # before anything is written: the ANN index file needs a UTF-8 path
         only = None
         if path is not None:
             only = self.relative(path)
@@ -398,7 +398,7 @@ def _shown(path: str | Path) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _check_utf8_root(root: Path) -> None:
+def check_utf8_root(root: Path) -> None:
     """The ANN index library takes its file paths as UTF-8 text: a corpus under a folder whose name
     is not UTF-8 cannot be indexed (nor searched). One line, before anything is written."""
     import os

@@ -136,3 +136,15 @@ def as_ragx_error(exc: BaseException) -> RagxError | None:
     if isinstance(exc, Exception) and type(exc).__module__ == "sqlite3":  # sqlite3.Error and its subclasses, without importing sqlite3
         return sqlite_error(exc)
     return None
+
+
+def require_utf8(text: str, what: str) -> str:
+    """`text` if it can be encoded as UTF-8, else one UsageError line ("the query is not valid UTF-8
+    (character 6)"). Bytes the shell passed that are not UTF-8 (Python keeps them as surrogate
+    escapes) and lone surrogates from JSON (half an emoji) cannot be embedded, searched, stored or
+    printed: the CLI and the MCP server refuse them here instead of crashing later."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what} is not valid UTF-8 (character {exc.start})") from None
+    return text

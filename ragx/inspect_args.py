@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import UsageError
+from .errors import UsageError, require_utf8
 
 TARGETS = ("chunk", "file", "neighbors", "communities", "community")
 ALIASES = {"neighbours": "neighbors"}  # accepted as input; documents always name the target as in TARGETS
@@ -31,6 +31,8 @@ def checked(what: str, arg: str | None, command: str = "inspect") -> tuple[str, 
     """(target, argument): a whole number for a numbered target, else the text as given. `command`
     names the caller in messages (`ragx inspect` on the command line)."""
     name = target(what)
+    if arg is not None:
+        require_utf8(arg, f"the argument of `{command} {what}`")  # a shell byte that is not UTF-8, half an emoji
     if name in NEEDS and (arg is None or not arg.strip()):
         example = "notes/a.md" if name == "file" else "12"
         raise UsageError(f"`{command} {what}` needs {NEEDS[name]}, e.g. `{command} {what} {example}`")

@@ -110,6 +110,15 @@ def test_inspect_communities_refuses_an_argument_it_would_ignore(topics, capsys)
     assert Corpus.open(topics).inspect("communities", None)["communities"]  # none given: as before
 
 
+@pytest.mark.parametrize("arg", ["x\udcff.md", "cats \ud83d"])  # a shell byte that is not UTF-8; half an emoji
+def test_inspect_refuses_an_argument_that_is_not_utf8_in_one_line(topics, capsys, arg):
+    code, out, err = call(capsys, "inspect", "file", arg, "--root", str(topics))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "the argument of `ragx inspect file` is not valid UTF-8" in err
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        Corpus.open(topics).inspect("file", arg)
+
+
 # 4 ---------------------------------------------------------------------------------------------
 
 

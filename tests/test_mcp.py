@@ -118,7 +118,7 @@ def test_lists_four_tools_with_schemas_and_annotations(corpus, tmp_path):
         assert tools["status"].input_schema.get("properties", {}) == {}
         inspect = tools["inspect"].input_schema
         assert inspect["required"] == ["what"]
-        assert inspect["properties"]["what"]["enum"] == ["chunk", "file", "neighbors", "communities", "community"]
+        assert inspect["properties"]["what"]["enum"] == ["chunk", "file", "neighbors", "communities", "community", "neighbours"]
 
     run_async(scenario)
 

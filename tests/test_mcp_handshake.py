@@ -65,8 +65,9 @@ def test_fast_answer_equals_the_sdk_answer(corpus, version):
 
     async def scenario():
         lowlevel = server._lowlevel_server
-        line = json.dumps(_initialize(version)) + "\n"
-        async with stdio_server(stdin=stdio._Replay([line], Rest()), stdout=Out()) as (read, write):
+        line = json.dumps(_initialize(version)).encode() + b"\n"
+        out = stdio._Out(Out())
+        async with stdio_server(stdin=stdio._Replay([line], Rest(), out), stdout=out) as (read, write):
             with anyio.fail_after(30):
                 await lowlevel.run(read, write, lowlevel.create_initialization_options())
 

@@ -10,7 +10,7 @@ import typer
 
 from .. import schemas
 from ..api import Corpus
-from ..errors import EXIT_EMPTY, UsageError
+from ..errors import EXIT_EMPTY, UsageError, require_utf8
 from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out
 
 
@@ -41,7 +41,7 @@ def query_command(
     if path_globs and len(path_globs) > 1:
         raise UsageError(f"--path is given {len(path_globs)} times: give one glob (a file passes when its path matches it)")
     path_glob = path_globs[0] if path_globs else None
-    text = _read_stdin() if text == "-" else _checked(text, "the query")
+    text = _read_stdin() if text == "-" else require_utf8(text, "the query")
     if not text.strip():
         raise UsageError("empty query")
     from ..file_context import time_options
@@ -91,21 +91,11 @@ def _read_stdin() -> str:
     except (OSError, ValueError) as exc:
         raise UsageError(f"`ragx query -` cannot read stdin: {getattr(exc, 'strerror', None) or exc}") from None
     if isinstance(data, str):
-        return _checked(data, "the query on stdin")
+        return require_utf8(data, "the query on stdin")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"the query on stdin is not valid UTF-8 (byte {exc.start})") from None
-
-
-def _checked(text: str, what: str) -> str:
-    """A command-line argument the shell passed with bytes that are not UTF-8 (Python keeps them as
-    surrogate escapes) cannot be searched or printed: one clear error instead of a crash later."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(f"{what} is not valid UTF-8 (character {exc.start})") from None
-    return text
 
 
 def _print_path(path: list[dict]) -> None:

@@ -21,18 +21,19 @@ one `Corpus` of the process.
 
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from .. import __version__, schemas
 from ..errors import as_ragx_error
+from ..inspect_args import ALIASES, TARGETS
 from .service import Service
-from .stdio import INSTRUCTIONS, NAME, TITLE
+from .stdio import NAME, TITLE, instructions, shown
 
 log = logging.getLogger("ragx.mcp")
 
@@ -40,6 +41,16 @@ log = logging.getLogger("ragx.mcp")
 Document = Annotated[CallToolResult, dict[str, Any]]
 
 READ_ONLY = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
+
+# What `inspect` accepts as `what`: exactly what the CLI and the API accept (ragx.inspect_args), aliases
+# included; documents name the target as in TARGETS.
+INSPECT_WHAT = (*TARGETS, *ALIASES)
+if TYPE_CHECKING:
+    InspectWhat = str
+else:
+    InspectWhat = Literal[INSPECT_WHAT]
+_ALIAS_NOTE = "".join(f" {alias} is read as {name}." for alias, name in ALIASES.items())
+
 
 class _Server(MCPServer):
     """MCPServer whose argument errors are one line, like the CLI's, and which refuses unknown arguments."""
@@ -75,11 +86,29 @@ def _one_line(exc: ValidationError) -> str:
 
 
 def _ok(doc: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=schemas.dumps(doc))], structured_content=doc)
+    text = schemas.dumps(doc)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a path whose bytes are not UTF-8 (the corpus root's name): shown as \udcNN
+        doc = _shown(doc)
+        text = schemas.dumps(doc)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
+
+
+def _shown(value: Any) -> Any:
+    """`value` with every string JSON could not carry as UTF-8 shown as the CLI shows it (ragx.mcp.stdio.shown)."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    return value
 
 
 def _failed(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    # shown: a message naming a path that is not UTF-8 (the corpus root's) must still reach the client
+    return CallToolResult(content=[TextContent(type="text", text=shown(message))], is_error=True)
 
 
 def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
@@ -102,7 +131,7 @@ def build_server(service: Service) -> MCPServer:
         name=NAME,
         title=TITLE,
         version=__version__,
-        instructions=INSTRUCTIONS.format(root=service.root),
+        instructions=instructions(service.root),
         log_level="WARNING",
     )
     _add_search(server, service)
@@ -120,15 +149,17 @@ def _add_search(server: MCPServer, service: Service) -> None:
             StrictInt | None, Field(ge=1, description="How many results (default: the corpus's search.top, usually 10).")
         ] = None,
         files_only: Annotated[
-            bool, Field(description="Rank files instead of chunks (schema ragx.files.v1): one entry per file with its best chunk's lines.")
+            StrictBool, Field(description="Rank files instead of chunks (schema ragx.files.v1): one entry per file with its best chunk's lines.")
         ] = False,
-        explain: Annotated[bool, Field(description="Add why each result ranked: its seed ranks in the dense and BM25 lists (with graph, also the edges that led to it).")] = False,
-        graph: Annotated[bool, Field(description="Also spread heat over the similarity graph (off by default: it showed no measured gain).")] = False,
-        no_graph: Annotated[bool, Field(description="No heat propagation over the similarity graph (the default unless the corpus config turns it on).")] = False,
-        no_lexical: Annotated[bool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
-        no_rerank: Annotated[bool, Field(description="Fast mode: skip the cross-encoder reranker (when one is configured).")] = False,
-        no_expand: Annotated[bool, Field(description="Fast mode: skip LLM query expansion (when enabled).")] = False,
-        no_evidence_check: Annotated[bool, Field(description=(
+        explain: Annotated[StrictBool, Field(description="Add why each result ranked: its seed ranks in the dense and BM25 lists (with graph, also the edges that led to it).")] = False,
+        graph: Annotated[StrictBool, Field(description=(
+            "Also spread heat over the similarity graph (off by default: it showed no measured gain). Not with no_graph."))] = False,
+        no_graph: Annotated[StrictBool, Field(description=(
+            "No heat propagation over the similarity graph (the default unless the corpus config turns it on). Not with graph."))] = False,
+        no_lexical: Annotated[StrictBool, Field(description="Fast mode: no BM25 leg (dense vectors only).")] = False,
+        no_rerank: Annotated[StrictBool, Field(description="Fast mode: skip the cross-encoder reranker (when one is configured).")] = False,
+        no_expand: Annotated[StrictBool, Field(description="Fast mode: skip LLM query expansion (when enabled).")] = False,
+        no_evidence_check: Annotated[StrictBool, Field(description=(
             "Return the closest results even when nothing looks relevant; `evidence.match` still says so. "
             "Use it after an empty answer whose `evidence.reason` says 'no relevant evidence'."))] = False,
     ) -> Document:
@@ -173,8 +204,10 @@ def _add_status(server: MCPServer, service: Service) -> None:
     def status() -> Document:
         """What the index holds (files, chunks, edges, communities, model, generation), whether it is
         consistent, and `drift`: how many files are new, changed or deleted since the last index run
-        (schema ragx.status.v1, like `ragx status --json`). If drift is not all zero, or `notices`
-        is not empty (an upgrade left work to the next index run), call `index`. Cheap: loads no model."""
+        (schema ragx.status.v1, like `ragx status --json`). If drift is not all zero, or a notice says an
+        upgrade left work to the next index run, call `index`; a notice naming a setting changed since
+        indexing asks for `ragx index --full`, which this server does not run: tell the user. Cheap:
+        loads no model."""
         return _answer("status", service.status)
 
 
@@ -182,9 +215,9 @@ def _add_inspect(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=ToolAnnotations(title="Look inside the index", **READ_ONLY))
     def inspect(
         what: Annotated[
-            Literal["chunk", "file", "neighbors", "communities", "community"],
+            InspectWhat,
             Field(description="chunk: one chunk by id; file: a file's chunks; neighbors: a chunk's graph neighbours; "
-                              "communities: all Leiden communities; community: one community's chunks."),
+                              "communities: all Leiden communities; community: one community's chunks." + _ALIAS_NOTE),
         ],
         arg: Annotated[
             StrictInt | StrictStr | None,  # strict: `true` is not chunk 1

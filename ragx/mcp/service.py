@@ -51,6 +51,13 @@ def _stamp(path: Path) -> tuple[int, int, int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _checked(text: str, what: str) -> str:
+    """`text` if it is valid Unicode, else the CLI's one line (ragx/errors.py require_utf8)."""
+    from ..errors import require_utf8
+
+    return require_utf8(text, what)
+
+
 class _LogReporter:
     """An index Reporter that never touches stdout: warnings to the log (stderr), progress to a callback."""
 
@@ -87,6 +94,14 @@ class Service:
     def __init__(self, root: str | Path | None = None):
         # Fails fast (NoCorpusError) when --root is not a folder: nothing could be served.
         self.root = resolve_root(root, allow_broad=True)  # refused per call below, with its own message
+        try:
+            str(self.root).encode("utf-8")
+        except UnicodeEncodeError:
+            # A folder whose name is not UTF-8 can be neither indexed nor searched: the API's one line
+            # (UsageError, exit 2) at start-up, as for a --root that is not a folder.
+            from ..api import check_utf8_root
+
+            check_utf8_root(self.root)
         self.marked = root is not None or find_root() is not None
         # An agent client often starts servers in / or the home folder: never scan or index those by
         # accident. Every call says how to fix the server's config instead.
@@ -167,9 +182,11 @@ class Service:
         no_expand: bool = False,
         no_evidence_check: bool = False,
     ) -> dict[str, Any]:
-        text = query.strip()
+        text = _checked(query, "the query").strip()
         if not text:
             raise UsageError("empty query")
+        if graph and no_graph:
+            raise UsageError("graph and no_graph contradict each other: give one of them (neither: the corpus's setting)")
         with self._lock:
             doc = self.corpus().query(
                 text, top=top, files_only=files_only, explain=explain,
@@ -179,7 +196,7 @@ class Service:
         return schemas.document(schemas.FILES if files_only else schemas.QUERY, doc)
 
     def index(self, path: str | None = None, *, progress: Progress | None = None) -> dict[str, Any]:
-        if path is not None and not path.strip():
+        if path is not None and not _checked(path, "the index path").strip():
             raise UsageError("index path is empty (omit it to index the whole corpus)")
         with self._indexing:
             writer = self._writer()
@@ -205,6 +222,8 @@ class Service:
         return schemas.document(schemas.STATUS, self.corpus(shared=False).status(drift=True))
 
     def inspect(self, what: str, arg: str | int | None = None) -> dict[str, Any]:
+        if isinstance(arg, str):
+            _checked(arg, "the inspect argument")
         with self._lock:
             doc = self.corpus().inspect(what, None if arg is None else str(arg))
         return schemas.document(schemas.INSPECT, doc)

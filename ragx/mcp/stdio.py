@@ -9,6 +9,13 @@ again, followed by everything the client sent after it, and its own answer to th
 is dropped (the client already has one). A first message that is not a well-formed `initialize`
 (a client skipping the handshake) goes to the SDK untouched, which answers it as it always did.
 
+Every line the client sends is screened before the SDK sees it (`_screen`): the SDK drops a line it
+cannot parse with a debug log only, so the client would wait forever. Here a line that is not JSON (or
+not UTF-8) gets a JSON-RPC parse error (-32700, id null), JSON that is not a JSON-RPC message an invalid
+request error (-32600), and a request whose strings hold a lone surrogate (what JavaScript's
+JSON.stringify makes of half an emoji; the SDK's parser refuses it) an answer naming the string: a
+tool error for a `tools/call` argument, else invalid params (-32602).
+
 stdout carries protocol messages only: while serving, file descriptor 1 points at stderr and the
 protocol goes to a private duplicate, and fd 0 reads /dev/null (as the SDK's own stdio transport does),
 so a stray print or a child process never corrupts or steals the stream.
@@ -20,12 +27,15 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+
+log = logging.getLogger("ragx.mcp")
 
 NAME = "ragx"
 TITLE = "ragx local semantic search"
@@ -50,11 +60,22 @@ at a chunk, a file's chunks, a chunk's graph neighbours, or the communities. Pat
 the corpus root."""
 
 
+def shown(path: Path | str) -> str:
+    """A path as text that JSON can carry: the bytes of a name that is not UTF-8 (kept by Python as
+    surrogate escapes) shown as \\udcNN, as the CLI shows them."""
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def instructions(root: Path) -> str:
+    """The server's instructions for the corpus at `root`."""
+    return INSTRUCTIONS.format(root=shown(root))
+
+
 def initialize_result(requested: str, root: Path) -> dict[str, Any]:
     """The `initialize` result for a client asking for protocol version `requested`."""
     return {
         "capabilities": CAPABILITIES,
-        "instructions": INSTRUCTIONS.format(root=root),
+        "instructions": instructions(root),
         "protocolVersion": requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE,
         "serverInfo": {"name": NAME, "title": TITLE, "version": __version__},
     }
@@ -76,7 +97,117 @@ def _initialize_request(line: bytes) -> dict[str, Any] | None:
     if not (isinstance(params.get("protocolVersion"), str) and isinstance(params.get("capabilities"), dict)
             and isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)):
         return None
+    if _lone_surrogate(msg) is not None:
+        return None  # the SDK cannot read it: the screen answers it (invalid params), not we
     return msg
+
+
+# ---- the screen: every line the client sends, before the SDK reads it ------------------------------
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602  # JSON-RPC 2.0 error codes
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins escaped pairs: any left is a lone one
+
+
+def _valid_id(ident: Any) -> bool:
+    return isinstance(ident, (int, str)) and not isinstance(ident, bool)
+
+
+def _lone_surrogate(value: Any, path: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], bool, int] | None:
+    """Where the first string holding a lone surrogate is: (its path, whether it is an object key, the
+    character's index), or None when every string is valid Unicode."""
+    if isinstance(value, str):
+        bad = _SURROGATE.search(value)
+        return None if bad is None else (path, False, bad.start())
+    if isinstance(value, dict):
+        for key, item in value.items():
+            bad = _SURROGATE.search(key)
+            if bad is not None:
+                return (*path, key), True, bad.start()
+            found = _lone_surrogate(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _lone_surrogate(item, (*path, i))
+            if found is not None:
+                return found
+    return None
+
+
+def _replaced(value: Any) -> Any:
+    """`value` with every lone surrogate replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v) for v in value]
+    return value
+
+
+def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+def _unicode_answer(msg: dict[str, Any], path: tuple[str | int, ...], is_key: bool, at: int, utf8: bool) -> dict[str, Any]:
+    """The answer to request `msg` whose string at `path` is not valid Unicode."""
+    reason = (f"not valid UTF-8 (character {at})" if utf8
+              else f"not valid Unicode (character {at} is a lone surrogate, e.g. half of an emoji)")
+    if msg["method"] == "tools/call" and len(path) > 2 and path[:2] == ("params", "arguments"):
+        # An argument: a tool error, as for any other bad argument, so that the model can correct it.
+        name = shown(str(path[2]))
+        text = f"invalid argument name {name}: {reason}" if is_key and len(path) == 3 else f"invalid argument {name}: {reason}"
+        return {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+    where = ".".join(shown(str(p)) for p in path)
+    return _error(msg["id"], INVALID_PARAMS, f"Invalid params: {'the key ' if is_key else ''}{where} is {reason}")
+
+
+def _screen(line: bytes | str) -> tuple[str | None, dict[str, Any] | None]:
+    """What to do with one line from the client: (text, None) hands `text` to the SDK, which can read
+    it; (None, answer) sends `answer` instead (the SDK would drop the line without a word); (None, None)
+    skips a blank line, which is no message."""
+    from mcp_types import jsonrpc_message_adapter  # loaded by now: the screen runs in the SDK's session
+    from pydantic import ValidationError
+
+    bad_byte: int | None = None
+    sdk_says = ""  # why the SDK's parser refuses the line
+    if isinstance(line, bytes):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:  # its bytes kept as surrogate escapes, found below
+            bad_byte, text = exc.start, line.decode("utf-8", "surrogateescape")
+    else:
+        text = line
+    if not text.strip():
+        return None, None
+    if bad_byte is None:
+        try:
+            jsonrpc_message_adapter.validate_json(text, by_name=False)
+            return text, None
+        except ValidationError as exc:
+            problems = exc.errors()
+        sdk_says = str(problems[0]["msg"])
+        if all(p["type"] != "json_invalid" for p in problems):  # JSON, but not a JSON-RPC message
+            msg = json.loads(text)
+            ident = msg["id"] if isinstance(msg, dict) and _valid_id(msg.get("id")) else None
+            log.info("answered a message that is not JSON-RPC 2.0")
+            return None, _error(ident, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response")
+    try:
+        msg = json.loads(text)
+        found = _lone_surrogate(msg)
+    except (ValueError, RecursionError) as exc:
+        why = f"not valid UTF-8 (byte {bad_byte})" if bad_byte is not None else f"not valid JSON ({str(exc).split(':')[0]})"
+        log.info("answered a line that is not JSON: %s", why)
+        return None, _error(None, PARSE_ERROR, f"Parse error: {why}")
+    if found is None:  # JSON to Python, not to the SDK's stricter parser
+        log.info("answered a line the SDK cannot parse: %s", sdk_says)
+        return None, _error(None, PARSE_ERROR, f"Parse error: {sdk_says or 'not valid JSON'}")
+    if isinstance(msg, dict) and isinstance(msg.get("method"), str) and _valid_id(msg.get("id")):
+        log.info("answered %s: a string in it is not valid Unicode", shown(msg["method"]))
+        return None, _unicode_answer(msg, *found, utf8=bad_byte is not None)
+    # A notification or a response: nothing to answer, so it goes on with U+FFFD in place.
+    what = shown(msg["method"]) if isinstance(msg, dict) and isinstance(msg.get("method"), str) else "message"
+    log.warning("a %s from the client holds text that is not valid Unicode: read with U+FFFD in its place", what)
+    return _screen(json.dumps(_replaced(msg), ensure_ascii=False))
 
 
 class _Wire:
@@ -102,33 +233,16 @@ class _Wire:
             os.close(saved)
 
 
-class _Replay:
-    """The SDK's stdin (an async line iterator): the replayed lines first, then the rest of the wire."""
-
-    def __init__(self, first: list[str], rest: Any):
-        self._first = first
-        self._rest = rest
-
-    def __aiter__(self) -> "_Replay":
-        return self
-
-    async def __anext__(self) -> str:
-        if self._first:
-            return self._first.pop(0)
-        line = await self._rest.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line
-
-
-class _DropAnswer:
-    """The SDK's stdout: writes through, except the SDK's answer to the replayed initialize request."""
+class _Out:
+    """The SDK's stdout, shared with the screen: one message at a time; the SDK's answer to the replayed
+    initialize request (`drop_id`) is dropped, as the client already has one."""
 
     _NOTHING = object()
 
-    def __init__(self, out: Any, drop_id: Any):
+    def __init__(self, out: Any, drop_id: Any = _NOTHING):
         self._out = out
         self._drop = drop_id
+        self._lock: Any = None  # an anyio.Lock, made in the event loop
 
     async def write(self, text: str) -> None:
         if self._drop is not self._NOTHING:
@@ -139,10 +253,50 @@ class _DropAnswer:
             if isinstance(msg, dict) and msg.get("id") == self._drop and ("result" in msg or "error" in msg):
                 self._drop = self._NOTHING
                 return
-        await self._out.write(text)
+        await self._send(text)
+
+    async def answer(self, message: dict[str, Any]) -> None:
+        """The screen's answer to a line the SDK never sees (ASCII: it may repeat the client's bad id)."""
+        await self._send(json.dumps(message, separators=(",", ":")) + "\n")
+        await self.flush()
+
+    async def _send(self, text: str) -> None:
+        import anyio
+
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:  # the SDK's writer and the screen write from two tasks
+            await self._out.write(text)
 
     async def flush(self) -> None:
         await self._out.flush()
+
+
+class _Replay:
+    """The SDK's stdin (an async line iterator): the replayed lines first, then the rest of the wire,
+    each through the screen; what the SDK could not read is answered on `out` and never reaches it."""
+
+    def __init__(self, first: list[bytes], rest: Any, out: _Out):
+        self._first = first
+        self._rest = rest
+        self._out = out
+
+    def __aiter__(self) -> "_Replay":
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            if self._first:
+                line = self._first.pop(0)
+            else:
+                line = await self._rest.readline()
+                if not line:
+                    raise StopAsyncIteration
+            text, answer = _screen(line)
+            if answer is not None:
+                await self._out.answer(answer)
+            if text is not None:
+                return text
 
 
 class _Loader(threading.Thread):
@@ -169,17 +323,17 @@ class _Loader(threading.Thread):
             self.error = exc
 
 
-async def _run_sdk(server: Any, wire: _Wire, replay: list[str], drop_id: Any) -> None:
+async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    text_in = anyio.wrap_file(io.TextIOWrapper(wire.reader, encoding="utf-8", errors="replace"))
+    bytes_in = anyio.wrap_file(wire.reader)  # lines as bytes: the screen decodes them, and names a bad byte
     text_out = anyio.wrap_file(io.TextIOWrapper(wire.writer, encoding="utf-8", write_through=True))
-    stdout = text_out if drop_id is None else _DropAnswer(text_out, drop_id)
+    stdout = _Out(text_out) if drop_id is None else _Out(text_out, drop_id)
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
     # The SDK annotates its streams as anyio AsyncFile but only iterates stdin and calls
-    # write/flush on stdout, which _Replay and _DropAnswer provide.
-    async with stdio_server(stdin=_Replay(replay, text_in), stdout=stdout) as (read, write):  # type: ignore[arg-type]
+    # write/flush on stdout, which _Replay and _Out provide.
+    async with stdio_server(stdin=_Replay(replay, bytes_in, stdout), stdout=stdout) as (read, write):  # type: ignore[arg-type]
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
@@ -201,8 +355,7 @@ def _serve_wire(service: Any) -> None:
             return  # the client left before saying anything
         import anyio
 
-        replay = [first.decode("utf-8", errors="replace")]
-        anyio.run(_run_sdk, loader.server, wire, replay, None if request is None else request["id"])
+        anyio.run(_run_sdk, loader.server, wire, [first], None if request is None else request["id"])
     finally:
         wire.restore()
 
