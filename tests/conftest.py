@@ -54,3 +54,14 @@ def tiny_cross_encoder(tmp_path_factory):
     from cross_encoders import build_tiny_cross_encoder
 
     return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
+
+
+@pytest.fixture
+def indexed_topics(tmp_path, capsys, fake_model):
+    """A make_corpus folder (eight notes per topic) indexed through the CLI with the hash fake."""
+    from cli_runner import call
+    from fakes import make_corpus
+
+    make_corpus(tmp_path, n_per_topic=8)
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    return tmp_path

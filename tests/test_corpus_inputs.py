@@ -20,10 +20,8 @@ pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder
 
 
 @pytest.fixture
-def topics(tmp_path, capsys):
-    make_corpus(tmp_path, n_per_topic=8)
-    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
-    return tmp_path
+def topics(indexed_topics):
+    return indexed_topics
 
 
 # 1 ---------------------------------------------------------------------------------------------

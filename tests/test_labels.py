@@ -8,7 +8,7 @@ import sqlite3
 import numpy as np
 import pytest
 from cli_runner import call
-from fakes import TOPICS, make_corpus
+from fakes import TOPICS
 
 from ragx.index.labels import KEEP_JACCARD, CommunityLabel, Membership, carry_over, label_communities, reuse
 
@@ -139,10 +139,8 @@ pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder
 
 
 @pytest.fixture
-def corpus(tmp_path, capsys):
-    make_corpus(tmp_path, n_per_topic=8)
-    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
-    return tmp_path
+def corpus(indexed_topics):
+    return indexed_topics
 
 
 def topic_of(label: str) -> set[str]:

@@ -74,13 +74,18 @@ async def fail(session, name: str, args: dict | None = None) -> str:
     return text
 
 
-@pytest.fixture
-def corpus(tmp_path):
+def mcp_corpus(tmp_path: Path, n_per_topic: int = 3) -> Path:
+    """A make_corpus folder whose ragx.toml picks the hash fake (the server runs in a subprocess)."""
     root = tmp_path / "corpus"
     root.mkdir()
-    make_corpus(root, n_per_topic=3)
+    make_corpus(root, n_per_topic=n_per_topic)
     (root / "ragx.toml").write_text(TEST_TOML)
     return root
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return mcp_corpus(tmp_path)
 
 
 @pytest.fixture

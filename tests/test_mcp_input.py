@@ -17,20 +17,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from fakes import make_corpus
 
-from test_mcp import TEST_TOML, _code, _env
+from test_mcp import TEST_TOML, _code, _env, mcp_corpus
 
 NOT_UNICODE = "not valid Unicode (character {} is a lone surrogate, e.g. half of an emoji)"
 
 
 @pytest.fixture
 def corpus(tmp_path):
-    root = tmp_path / "corpus"
-    root.mkdir()
-    make_corpus(root, n_per_topic=2)
-    (root / "ragx.toml").write_text(TEST_TOML)
-    return root
+    return mcp_corpus(tmp_path, n_per_topic=2)
 
 
 def _initialize(ident=1, name="raw") -> bytes:
