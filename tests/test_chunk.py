@@ -33,9 +33,10 @@ WS = WhitespaceCounter()
 
 # base64 data URIs with a payload of 64+ characters, which no chunk may contain (written here on
 # bytes, independently of ragx.ingest.chunk's pattern on str)
+# (the media type may be empty, and `/` may be JSON-escaped as `\/`)
 _B64_URI = re.compile(
-    rb"(?<![A-Za-z0-9+.-])data:[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+"
-    rb"(?:;[A-Za-z0-9!#$&^_.+-]+=[^;,\s]*)*;base64,[A-Za-z0-9+/_-]{64,}={0,2}",
+    rb"(?<![A-Za-z0-9+.-])data:(?:[A-Za-z0-9!#$&^_.+-]+\\?/[A-Za-z0-9!#$&^_.+-]+)?"
+    rb"(?:;[A-Za-z0-9!#$&^_.+-]+=[^;,\s]*)*;base64,(?:[A-Za-z0-9+_-]|\\?/){64,}={0,2}",
     re.IGNORECASE,
 )
 
@@ -108,12 +109,15 @@ _FREE = st.text(alphabet=_ALPHABET, max_size=30)
 # base64 data URIs on both sides of the 64-character threshold, glued to what is around them
 _B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
 _DATA_URI = st.builds(
-    lambda head, mime, payload, pad, tail: f"{head}data:{mime};base64,{payload}{pad}{tail}",
+    lambda head, mime, payload, pad, tail, escape: (
+        f"{head}data:{mime};base64,{payload}{pad}{tail}".replace("/", "\\/" if escape else "/")
+    ),
     st.sampled_from(["", "![x](", "url(", 'src="', "meta", " "]),
-    st.sampled_from(["image/png", "font/woff2", "image/svg+xml;charset=utf-8", "IMAGE/PNG"]),
+    st.sampled_from(["image/png", "font/woff2", "image/svg+xml;charset=utf-8", "IMAGE/PNG", ""]),
     st.text(alphabet=_B64_CHARS, min_size=60, max_size=200),
     st.sampled_from(["", "=", "=="]),
     st.sampled_from(["", ")", '">', ") more", "x", "\n"]),
+    st.booleans(),  # as inside a JSON string, every `/` written `\/`
 )
 _WORDS = st.lists(st.one_of(_WORDISH, _FREE, _DATA_URI), max_size=12).map(" ".join)
 _LINE = st.one_of(
@@ -448,6 +452,23 @@ def test_a_file_that_is_only_a_payload_has_no_chunks(wp, path):
     assert chunk_text(path, text.encode(), text, wp, ChunkSettings()) == []
     text = "data:image/png;base64," + "A" * 64 + "\ndata:image/png;base64," + "B" * 100 + "=="
     assert chunk_text(path, text.encode(), text, wp, ChunkSettings()) == []
+
+
+def test_json_escaped_and_typeless_payloads_are_left_out(wp):
+    # a JSON string escapes each `/` as `\/` (in the media type and in the payload), and RFC 2397
+    # allows an empty media type: both are still payloads, and the JSON around them is kept
+    payload = _payload(2_000, seed=6)
+    assert "/" in payload
+    escaped = payload.replace("/", "\\/")
+    text = (
+        '{"name": "logo", "icon": "data:image\\/png;base64,' + escaped + '",\n'
+        ' "raw": "data:;base64,' + payload + '", "size": 12}\n'
+    )
+    chunks = run("app.json", text, wp)
+    _no_payload_in(chunks, payload[:200])
+    _no_payload_in(chunks, escaped[:200])
+    joined = "\n".join(c.text for c in chunks)
+    assert '{"name": "logo"' in joined and '"size": 12}' in joined
 
 
 def test_short_and_non_base64_data_uris_are_kept(wp):

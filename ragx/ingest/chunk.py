@@ -102,15 +102,18 @@ _CODE_BLOCK_START = re.compile(r"\n(?:[^\S\n]*\n)+(?=[^\s)\]}])")
 
 _PYTHON_EXTS = (".py", ".pyi", ".pyx", ".pyw")
 
-# a base64 data URI: data:<type>/<subtype>[;param=value...];base64,<payload>, the payload 64+
+# a base64 data URI: data:[<type>/<subtype>][;param=value...];base64,<payload>, the payload 64+
 # characters of the standard or URL-safe alphabet with optional `=` padding and no whitespace (see
-# the module docstring). Not preceded by a URI scheme character, so `metadata:` is not one. ASCII:
-# with IGNORECASE alone, [A-Za-z] would also match a few non-ASCII letters (K, ſ, İ, ı).
+# the module docstring). The media type may be empty (RFC 2397), and a JSON string escapes every `/`
+# as `\/` (in the type and in the payload alike). Not preceded by a URI scheme character, so
+# `metadata:` is not one. ASCII: with IGNORECASE alone, [A-Za-z] would also match a few non-ASCII
+# letters (K, ſ, İ, ı).
 _B64_MIN = 64
 _MIME_TOKEN = r"[A-Za-z0-9!#$&^_.+-]+"
+_SLASH = r"\\?/"
 _BASE64_URI = re.compile(
-    rf"(?<![A-Za-z0-9+.-])data:{_MIME_TOKEN}/{_MIME_TOKEN}(?:;{_MIME_TOKEN}=[^;,\s]*)*"
-    rf";base64,[A-Za-z0-9+/_-]{{{_B64_MIN},}}={{0,2}}",
+    rf"(?<![A-Za-z0-9+.-])data:(?:{_MIME_TOKEN}{_SLASH}{_MIME_TOKEN})?(?:;{_MIME_TOKEN}=[^;,\s]*)*"
+    rf";base64,(?:[A-Za-z0-9+_-]|{_SLASH}){{{_B64_MIN},}}={{0,2}}",
     re.IGNORECASE | re.ASCII,
 )
 
