@@ -170,6 +170,22 @@ def test_the_gate_still_fails_a_real_drop_and_records_a_zero_tolerance(tmp_path,
     assert code == 1 and "hybrid nDCG@10" in err and "FAILED" in err
 
 
+def test_the_gate_names_a_configuration_whose_budget_changed_and_still_compares_it(tmp_path, capsys, corpus):
+    root, q = corpus
+    base = tmp_path / "base.json"
+    assert call(capsys, "eval", str(q), "--root", str(root), "-c", "hybrid", "--write-baseline", str(base))[0] == 0
+    assert json.loads(base.read_text())["budget"]["hybrid"]["rule"] == "graph"
+    code, out, err = call(capsys, "eval", str(q), "--root", str(root), "-c", "hybrid", "--gate", str(base), "--json")
+    assert code == 0 and "is not the baseline's" not in err and json.loads(out)["datasets"][0]["gate"]["budget_changes"] == {}
+    # the same name, a narrower pass: said, and still gated (a drop would fail)
+    code, out, err = call(capsys, "eval", str(q), "--root", str(root), "-c", "hybrid=hybrid,dense_n=3,budget=own",
+                          "--gate", str(base), "--json")
+    changes = json.loads(out)["datasets"][0]["gate"]["budget_changes"]
+    assert "dense_n 100 -> 3" in changes["hybrid"] and 'rule "graph" -> "own"' in changes["hybrid"]
+    assert "gate corpus: hybrid's candidate budget is not the baseline's (" in err
+    assert {r["config"] for r in json.loads(out)["datasets"][0]["gate"]["rows"]} == {"hybrid"}
+
+
 # 4. every input is checked before any dataset is materialised or indexed --------------------------
 
 

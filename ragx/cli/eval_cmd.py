@@ -24,7 +24,7 @@ from rich.table import Table
 
 from .. import schemas
 from ..errors import UsageError
-from ..eval.gate import DEFAULT_TOLERANCE, check, write_baseline
+from ..eval.gate import DEFAULT_TOLERANCE, budget_changes, check, write_baseline
 from ..eval.metrics import HEADLINE
 from ..eval.presets import DEFAULT_CONFIGS, PRESETS, REFERENCE_BM25
 from ..eval.report import (LEGEND, comparison_head, comparison_rows, git_commit, lexical_lines, main_head, main_rows,
@@ -273,14 +273,21 @@ def _baselines_and_gates(docs: list[dict[str, Any]], planned: list[_Planned], to
     code = 0
     for doc, ds in zip(docs, planned):
         means, dataset, split = doc["files"]["means"], doc["dataset"], doc["split"]
+        signatures = {c.name: c.budget_signature() for c in ds.configs}
         if ds.baseline_out is not None:
             path = ds.baseline_out
-            write_baseline(path, dataset, split, means, DEFAULT_TOLERANCE if tolerance is None else tolerance, command, doc.get("budgets"))
+            write_baseline(path, dataset, split, means, DEFAULT_TOLERANCE if tolerance is None else tolerance, command,
+                           doc.get("budgets"), signatures)
             err.print(f"wrote baseline {path}")
         if ds.baseline is None:
             continue
         result = check(ds.baseline, means, tolerance)
-        doc["gate"] = {"baseline": str(ds.gate_path), "passed": result.passed, "tolerance": result.tolerance, "rows": result.rows}
+        changed = budget_changes(ds.baseline, signatures)
+        doc["gate"] = {"baseline": str(ds.gate_path), "passed": result.passed, "tolerance": result.tolerance, "rows": result.rows,
+                       "budget_changes": changed}
+        for config, what in changed.items():
+            err.print(f"[yellow]gate {dataset}: {config}'s candidate budget is not the baseline's ({what}): "
+                      "its rows compare different budgets; record a new baseline if the change is meant[/]")
         for r in result.rows:
             if not r["ok"]:
                 current = "missing" if r["current"] is None else f"{r['current']:.4f}"

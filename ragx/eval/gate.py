@@ -1,8 +1,12 @@
 """The regression gate: a fresh eval's means against baselines recorded in the repo.
 
 A baseline file holds `{"dataset", "split", "tolerance", "metrics": {config: {metric: value}}}` (and, from
-ragx.eval.v2 on, "candidates": {config: mean candidates per query}, informational; older files read the same).
-The gate fails when any recorded metric drops by more than the tolerance (absolute). A baseline of
+ragx.eval.v2 on, "candidates": {config: mean candidates per query}, informational; newer ones, "budget":
+{config: its budget signature, presets.EvalConfig.budget_signature}; older files read the same).
+The gate fails when any recorded metric drops by more than the tolerance (absolute). Configurations are
+matched by name; one whose budget signature differs from the baseline's is named in the result
+(`budget_changes`): its rows then compare different candidate budgets, which the gate says rather than
+hides (the comparison still runs, so a drop still fails). A baseline of
 another dataset or split, or one recording configurations the run does not have, is refused before the
 run (`check_matches`): an input mismatch, not a regression.
 """
@@ -89,8 +93,32 @@ def check(baseline: dict[str, Any], means: dict[str, dict[str, float]], toleranc
     return GateResult(all(r["ok"] for r in rows), tol, rows)
 
 
+def budget_changes(baseline: dict[str, Any], signatures: dict[str, dict]) -> dict[str, str]:
+    """Per configuration the baseline and the run both have, where their budget signatures differ: what
+    changed, as `key baseline -> run` (a baseline without signatures: nothing to compare)."""
+    recorded = baseline.get("budget")
+    if not isinstance(recorded, dict):
+        return {}
+    out = {}
+    for config, theirs in recorded.items():
+        ours = signatures.get(config)
+        if ours is None or not isinstance(theirs, dict):
+            continue
+        ours = json.loads(json.dumps(ours))  # as a baseline file holds it (tuples as lists, keys as strings)
+        diff = [f"{k} {_shown(theirs.get(k))} -> {_shown(ours.get(k))}" for k in sorted(set(theirs) | set(ours))
+                if theirs.get(k) != ours.get(k)]
+        if diff:
+            out[config] = ", ".join(diff)
+    return out
+
+
+def _shown(value: object) -> str:
+    return "(none)" if value is None else json.dumps(value, sort_keys=True)
+
+
 def write_baseline(path: Path, dataset: str, split: str | None, means: dict[str, dict[str, float]], tolerance: float,
-                   command: str, budgets: dict[str, dict[str, Any]] | None = None) -> None:
+                   command: str, budgets: dict[str, dict[str, Any]] | None = None,
+                   signatures: dict[str, dict] | None = None) -> None:
     doc = {
         "dataset": dataset,
         "split": split,
@@ -100,5 +128,7 @@ def write_baseline(path: Path, dataset: str, split: str | None, means: dict[str,
     }
     if budgets:  # for the reader: what each configuration scored per query when the baseline was taken
         doc["candidates"] = {c: round(b["candidates"], 1) for c, b in budgets.items()}
+    if signatures:
+        doc["budget"] = signatures
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

@@ -82,6 +82,17 @@ class EvalConfig:
     def is_reference_bm25(self) -> bool:
         return self.bm25 is not None
 
+    def budget_signature(self) -> dict:
+        """What decides how many candidates this configuration may score per query: its budget rule and
+        the caps of its pass (and, for budget=graph, of the `graph` preset whose admissions it matches).
+        A baseline records it, so the gate can say when a configuration's budget changed since."""
+        if self.bm25 is not None:
+            return {"rule": "all files"}
+        out: dict = {"rule": "own" if self.budget is None else self.budget, **_caps(self.params), "expand": self.expand}
+        if self.source is not None:
+            out["source"] = _caps(self.source)
+        return out
+
     def describe(self) -> dict:
         if self.bm25 is not None:
             return {"name": self.name, "preset": self.preset, "budget": "all files",
@@ -89,6 +100,11 @@ class EvalConfig:
                              "stemmer": "english (PyStemmer)", "stopwords": "en"}}
         return {"name": self.name, "preset": self.preset, "expand": self.expand,
                 "budget": "own" if self.budget is None else self.budget, "params": dataclasses.asdict(self.params)}
+
+
+def _caps(p: Params) -> dict:
+    return {"dense_n": p.dense_n, "lexical_n": p.lexical_n, "hops": p.hops, "max_frontier": p.max_frontier,
+            "query_floor": p.query_floor}
 
 
 def parse_config(spec: str, defaults: Params) -> EvalConfig:
