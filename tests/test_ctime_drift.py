@@ -138,19 +138,57 @@ def test_a_run_limited_to_a_path_keeps_the_older_start(corpus, monkeypatch):
     assert report.changed == 1 and report.embedded_files == [EDITED]
 
 
-def test_an_index_from_before_scan_starts_behaves_as_before_then_records_one(corpus):
-    db = sqlite3.connect(corpus / ".ragx" / "index.sqlite")
+def forget_scan_start(root: Path) -> None:
+    """As an index from before scan starts were recorded."""
+    db = sqlite3.connect(root / ".ragx" / "index.sqlite")
     with db:
         db.execute("DELETE FROM manifest WHERE key = 'scan_started_ns'")
     db.close()
+
+
+def test_the_first_run_to_record_a_start_confirms_every_file_by_content(corpus, monkeypatch):
+    """Its start promises every file was read or confirmed after it: an edit made before it, keeping
+    size and mtime, would otherwise never be seen (its ctime is older than every later start)."""
+    forget_scan_start(corpus)
     rewrite_keeping_stat(corpus / EDITED)
-    assert Corpus(corpus).status()["drift"]["changed"] == 0  # size and mtime alone, as before
+    assert Corpus(corpus).status()["drift"]["changed"] == 0  # status and queries: size and mtime alone
     assert all(r["stale"] is False for r in results_of(corpus, "flour butter oven bake bread"))
     report = index(corpus)
-    assert report.changed == 0 and report.unchanged == 19
+    assert report.changed == 1 and report.embedded_files == [EDITED] and report.unchanged == 18
     assert isinstance(manifest_value(corpus, "scan_started_ns"), int)  # the first, from this run on
+    assert results_of(corpus, NEW_WORDS)[0]["file"] == EDITED
     rewrite_keeping_stat(corpus / EDITED, "airship balloon gondola")
     assert index(corpus).changed == 1
+
+
+def test_a_run_limited_to_a_path_on_an_index_without_a_start_reads_only_what_it_must(corpus, monkeypatch):
+    forget_scan_start(corpus)
+    read: list[str] = []
+    real_compare = diff_module._compare_content
+    monkeypatch.setattr(diff_module, "_compare_content", lambda f, row, out: (read.append(f.path), real_compare(f, row, out)))
+    assert index(corpus, only="sailing-1.md").changed == 0
+    assert read == [] and manifest_value(corpus, "scan_started_ns") is None  # no start: nothing promised
+
+
+def test_a_touched_file_is_read_once_not_by_every_later_run(corpus, monkeypatch):
+    """A `touch` (new mtime, same bytes) rewrites the file's row; its new ctime is past the recorded
+    start, so unless the run records its own, every later run would read it again."""
+    # A recorded start after every file's ctime (less the margin), as after a run long after the writes.
+    newest = max(p.stat().st_ctime_ns for p in corpus.iterdir() if p.is_file())
+    db = sqlite3.connect(corpus / ".ragx" / "index.sqlite")
+    with db:
+        db.execute("UPDATE manifest SET value = ? WHERE key = 'scan_started_ns'", (json.dumps(newest + SCAN_MARGIN_NS + 1),))
+    db.close()
+    st = (corpus / EDITED).stat()
+    os.utime(corpus / EDITED, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))  # its ctime: after that start
+    monkeypatch.setattr(build, "scan_start_ns", lambda: time.time_ns() + 10 * SCAN_MARGIN_NS)
+    read: list[str] = []
+    real_compare = diff_module._compare_content
+    monkeypatch.setattr(diff_module, "_compare_content", lambda f, row, out: (read.append(f.path), real_compare(f, row, out)))
+    report = index(corpus)
+    assert (report.changed, report.unchanged) == (0, 19) and read == [EDITED]
+    read.clear()
+    assert index(corpus).changed == 0 and read == []
 
 
 def test_a_file_once_not_utf8_rewritten_keeping_its_stat_is_read_again(corpus, monkeypatch):
@@ -170,6 +208,28 @@ def test_a_file_once_not_utf8_rewritten_keeping_its_stat_is_read_again(corpus, m
     report = index(corpus)
     assert report.new == 1 and report.problems == []
     assert "latin.md" in {r["file"] for r in results_of(corpus, "cafe naive")}
+
+
+def test_a_chmod_on_a_file_once_not_utf8_keeps_it_skipped(corpus, monkeypatch):
+    """No hash to compare, so it is decoded again: still not UTF-8, it is no new file, to status or to
+    the run, and the next run does not look at it again."""
+    bad = corpus / "latin.md"
+    bad.write_bytes("# caf\xe9 na\xefve\n\nsome text\n".encode("latin-1"))
+    with monkeypatch.context() as early:
+        early.setattr(build, "scan_start_ns", lambda: time.time_ns() - SCAN_MARGIN_NS)
+        index(corpus)
+    os.chmod(bad, 0o600)
+    status = Corpus(corpus).status()
+    assert status["drift"]["new"] == 0
+    report = index(corpus)
+    assert (report.new, report.changed) == (0, 0) and report.problems == []
+    assert {"path": "latin.md", "reason": "not valid UTF-8"} in Corpus(corpus).status()["not_indexed"]["skipped"]
+    generation = manifest_value(corpus, "generation")
+    decoded: list[str] = []
+    real = diff_module.read_text
+    monkeypatch.setattr(diff_module, "read_text", lambda p: (decoded.append(str(p)), real(p))[1])
+    assert index(corpus).new == 0 and decoded == []
+    assert manifest_value(corpus, "generation") == generation
 
 
 def test_discovery_sniffs_a_known_file_again_when_its_inode_changed_since(tmp_path):
@@ -208,6 +268,28 @@ def test_an_import_finds_a_same_size_edit_and_the_next_run_too(tmp_path, capsys,
     report = index(copy)
     assert report.changed == 1 and report.embedded_files == [EDITED]
     assert results_of(copy, NEW_WORDS)[0]["file"] == EDITED
+
+
+def test_an_import_compares_by_content_whatever_the_exporters_clock(tmp_path, capsys, monkeypatch):
+    """The copy here was made, then edited keeping size and mtime, all before the exporter's scan began
+    (here: well before, or a clock ahead): its ctime is older than the exporter's recorded start, and
+    still it holds other bytes."""
+    origin, copy = tmp_path / "origin", tmp_path / "copy"
+    origin.mkdir()
+    make_corpus(origin)
+    shutil.copytree(origin, copy)  # copy2: mtimes kept to the ns
+    rewrite_keeping_stat(copy / EDITED)
+    with monkeypatch.context() as later:
+        later.setattr(build, "scan_start_ns", lambda: time.time_ns() + 10 * SCAN_MARGIN_NS)
+        index(origin)
+    assert manifest_value(origin, "scan_started_ns") - SCAN_MARGIN_NS > (copy / EDITED).stat().st_ctime_ns
+    archive = tmp_path / "index.tar.gz"
+    assert call(capsys, "export", str(archive), "--root", str(origin))[0] == 0
+    code, out, err = call(capsys, "import", str(archive), "--root", str(copy), "--json")
+    assert code == 0, err
+    assert json.loads(out)["differs"]["changed"] == [EDITED]
+    report = index(copy)
+    assert report.changed == 1 and report.embedded_files == [EDITED]
 
 
 def test_the_mcp_server_sees_a_settings_edit_that_keeps_size_and_mtime(tmp_path):

@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import CorruptIndexError
 from .arrays import build_arrays
 from .dates import git_dates
-from .diff import CorpusDiff, scan_start_ns
+from .diff import CONFIRM_ALL, CorpusDiff, scan_start_ns
 from .identity import check_identity, index_identity
 from .labels import TERMS_CACHE
 from .layout import Layout
@@ -60,7 +60,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     layout.remove_stale(keep={generation, generation - 1})
     started_ns = scan_start_ns()  # before the walk (ragx/index/diff.py: what the next run compares ctimes with)
     with report.stage("plan"):
-        diff = scan(layout, store, settings, full, only, report, reporter, scan_started(manifest))
+        diff = scan(layout, store, settings, full, only, report, reporter, _compare_since(manifest, only))
     # Recorded only by a run that saw every indexed file; otherwise the older start stays (still true).
     started = started_ns if full or diff.complete else None
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
@@ -111,12 +111,24 @@ def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_ge
     )
 
 
+def _compare_since(manifest: dict, only: str | None) -> int | None:
+    """The scan start this run's diff compares ctimes with: the recorded one; for an index without one
+    (from before starts were recorded, or imported with none) CONFIRM_ALL, since this run will record
+    its own start, which promises every file was confirmed after it (ragx/index/diff.py). A run limited
+    to a path records none, so it keeps size and mtime alone rather than read every file."""
+    recorded = scan_started(manifest)
+    if recorded is None and only is None and int(manifest.get("generation", 0)) > 0:
+        return CONFIRM_ALL
+    return recorded
+
+
 def _record_scan_start(store: Store, manifest: dict, diff: CorpusDiff, started: int | None) -> None:
     """A run without a new generation records its scan start only where that spares later work: files
-    it read only because their ctime is past the recorded start would be read again by every run; an
-    index from before scan starts were recorded gets its first. Else nothing is written (the older
-    start stays true, see ragx/index/diff.py)."""
-    if started is not None and (diff.rehashed or scan_started(manifest) is None):
+    it read only because their ctime is past the recorded start, and files whose stat it rewrote
+    (touched: their new ctime is past it too), would be read again by every run; an index from before
+    scan starts were recorded gets its first. Else nothing is written (the older start stays true, see
+    ragx/index/diff.py)."""
+    if started is not None and (diff.rehashed or diff.touched or scan_started(manifest) is None):
         store.record_manifest({SCAN_STARTED: started})
 
 

@@ -15,14 +15,18 @@ the run that recorded the start read or confirmed every file it kept, after the 
 ctime is older than that has not been written since. It costs no syscall (the walk's one stat gives
 ctime too) and no SQL, and only the files written or chmod-ed since the last run are read: right after
 a run, those written in the seconds before it too, once (a run that reads such files records its own
-start, even with nothing to index). An index from before this rule (no recorded start) keeps the
-size-and-mtime rule until a run records one. A start is recorded only by a run that saw every indexed
-file (`CorpusDiff.complete`): one limited to a path (`ragx index PATH`), or that could not read some
-indexed file or folder, keeps the older start, which stays true for every file.
+start, even with nothing to index). An index with no recorded start (from before this rule) is
+judged by size and mtime alone by `status` and queries; the first index run over it that will record a
+start compares every file by content first (`CONFIRM_ALL`), since that start promises every file was
+read or confirmed after it. So does `ragx import`: the exporter's start is another machine's clock and
+another copy of the files, no promise about this one's. A start is recorded only by a run that saw every
+indexed file (`CorpusDiff.complete`): one limited to a path (`ragx index PATH`), or that could not read
+some indexed file or folder, keeps the older start, which stays true for every file.
 
-A file remembered as not UTF-8 (or a damaged PDF) has no hash to compare: it is read again when its
+A file remembered as not UTF-8 (or a damaged PDF) has no hash to compare: it is looked at again when its
 ctime is at or after the start itself, without the margin, else every such file written in the seconds
-before a run would count as new and be parsed again. A write that the coarse clock dates before the
+before a run would count as new and be parsed again. A text file is decoded there and then: still not
+UTF-8 (a chmod, or another undecodable edit), it stays skipped; a PDF is parsed again by the run, as new. A write that the coarse clock dates before the
 start is possible only within a tick of the walk reading that very file. (Windows reports the creation
 time as st_ctime: there, such edits are missed as before.)
 
@@ -41,8 +45,15 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import UsageError
 from ..ingest.filetypes import is_pdf
-from ..ingest.discover import DiscoverSettings, Discovery, FoundFile, Problem, discover, hash_bytes, mtime_is_clamped
+from ..ingest.discover import (
+    DiscoverSettings, Discovery, FoundFile, NotUTF8Error, Problem, discover, hash_bytes, mtime_is_clamped, read_text,
+)
 from .store import FileRow, StoredFiles, written_since
+
+
+# A scan start before any file's ctime: every file whose size and mtime match its row is compared by
+# content (an index with no recorded start, an import; see the module docstring).
+CONFIRM_ALL = 0
 
 
 def scan_start_ns() -> int:
@@ -129,9 +140,8 @@ def diff_corpus(
         if stat is None:
             if undecodable.get(f.path) != (f.size, f.mtime_ns):
                 out.new.append(f)
-            elif scan_started_ns is not None and f.ctime_ns >= scan_started_ns:  # no hash: see the docstring
-                out.rehashed += 1  # remembered as not UTF-8 (or a damaged PDF), but written since: read again
-                out.new.append(f)
+            elif scan_started_ns is not None and f.ctime_ns >= scan_started_ns and _may_decode_now(f, out):
+                out.new.append(f)  # remembered as not UTF-8 (or a damaged PDF), written since: read again
             else:
                 out.undecodable.append(f)
                 out.skipped.append(Problem(f.path, "unreadable PDF" if is_pdf(f.path) else "not valid UTF-8"))
@@ -146,6 +156,22 @@ def diff_corpus(
     gone = stats.keys() - {f.path for f in found.files}  # a set difference, not a loop over the stored rows
     out.deleted = [stored[path] for path in sorted(_still_there(gone, found.unread))]
     return out
+
+
+def _may_decode_now(f: FoundFile, out: CorpusDiff) -> bool:
+    """A file remembered as undecodable, written since the last run began (no hash to compare: see the
+    module docstring). A text file is decoded now: still not UTF-8 (a chmod, say), it stays skipped. A PDF
+    (parsing is the run's work) or a file that cannot be read now goes to the run, which says what it is."""
+    out.rehashed += 1
+    if is_pdf(f.path):
+        return True
+    try:
+        read_text(f.abspath)
+    except NotUTF8Error:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _compare_content(f: FoundFile, row: FileRow, out: CorpusDiff) -> None:

@@ -14,10 +14,11 @@ store replaced in one SQLite backup step (a damaged store, which no reader can b
 a rename instead, so `--force` repairs it). Files whose content differs from what was indexed are
 reported by path; the next `ragx index` re-indexes only those (their rows carry the exporter's hashes,
 and files whose content is the same only get their size and mtime updated here). The comparison reads
-every file written since the exporter's scan began (its manifest's `scan_started_ns`, see
-ragx/index/diff.py: a file written here after that moment may hold other bytes under the same size
-and mtime), and the installed manifest records this import's own scan start in place of the exporter's,
-no later than the inode change of any file it reports changed, so the next run finds those again.
+every file whose size and mtime match the export (ragx/index/diff.py CONFIRM_ALL): the exporter's
+recorded scan start is another machine's clock and copy, no promise that a file here has the exported
+bytes under the same size and mtime. The installed manifest records this import's own scan start in
+place of the exporter's, no later than the inode change of any file it reports changed, so the next
+run finds those again.
 
 Export never writes into the index folder, over the corpus's config or ragx's settings file, over one
 of the corpus's files, or over any other existing file inside the corpus folder but an earlier export
@@ -49,7 +50,7 @@ from .layout import Layout
 from .snapshot import Snapshot
 from .verified import FILES as GEN_FILES
 from .verified import OPTIONAL as GEN_OPTIONAL
-from .store import Store, StoredFiles, scan_started
+from .store import Store, StoredFiles
 
 if TYPE_CHECKING:  # the corpus walk loads only when an import compares the files
     from .diff import CorpusDiff
@@ -442,7 +443,7 @@ def _rename_db(layout: Layout, staged: Path) -> None:
 def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]:
     """Install the export `source` as `corpus`'s index and report how the corpus's files differ from it."""
     from .identity import index_identity
-    from .diff import diff_corpus, scan_start_ns
+    from .diff import CONFIRM_ALL, diff_corpus, scan_start_ns
 
     layout = corpus.layout
     if not source.is_file():
@@ -460,11 +461,14 @@ def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]
             check_identity(fingerprint, wanted)  # the archive read in full, should it have changed since
             exported = Store(work / DB, readonly=True)
             try:
-                stored, exported_scan = exported.files(), scan_started(exported.manifest())
+                stored = exported.files()
             finally:
                 exported.close()
             started = scan_start_ns()
-            diff = diff_corpus(corpus.root, corpus.settings, stored, scan_started_ns=exported_scan)
+            # Every file is compared by content, not judged by the exporter's scan start: that is another
+            # machine's clock and another copy of the files (one copied here before it began, then edited
+            # there keeping size and mtime, would pass as the same).
+            diff = diff_corpus(corpus.root, corpus.settings, stored, scan_started_ns=CONFIRM_ALL)
             generation = install(layout, work, [(f.path, f.size, f.mtime_ns) for f, _ in diff.touched],
                                  _import_scan_start(diff, stored, started))
         finally:
