@@ -504,6 +504,48 @@ def test_frontmatter_note_with_a_payload_in_its_body(wp):
     assert all(data[c.byte_start : c.byte_end].decode() == c.text for c in chunks)
 
 
+def test_a_payload_in_frontmatter_never_reaches_a_header(wp):
+    # a header goes in front of every chunk's embedded text: a payload there would drown them all
+    payload = _payload(3_000, seed=7)
+    text = (
+        f"---\ntitle: Brand kit data:image/png;base64,{payload}\n"
+        f"desc: 'Logos and colours data:image/png;base64,{payload}'\naliases: ['data:image/png;base64,{payload}', kit]\n---\n"
+        "# Brand\n\nThe palette and how to use the logo in slides.\n"
+    )
+    chunks = chunk_text("brand.md", text.encode(), text, wp, ChunkSettings())
+    assert chunks and all(c.header == "Brand kit. Logos and colours. Also called kit." for c in chunks)
+    assert all(payload[:40] not in c.embed_text and "base64" not in c.embed_text for c in chunks)
+
+
+def test_a_bodyless_note_whose_description_is_only_a_payload_falls_back_to_its_title(wp):
+    payload = _payload(2_000, seed=8)
+    text = f"---\ndesc: data:image/gif;base64,{payload}\ntitle: Team photo\n---\n"
+    chunks = chunk_text("photo.md", text.encode(), text, wp, ChunkSettings())
+    assert [c.text for c in chunks] == ["Team photo"] and chunks[0].header == "Team photo."
+    assert text.encode()[chunks[0].byte_start : chunks[0].byte_end] == b"Team photo"
+    text = f"---\ndesc: 'Our team data:image/gif;base64,{payload} in 2024'\n---\n"
+    chunks = chunk_text("photo.md", text.encode(), text, wp, ChunkSettings())
+    assert [c.text for c in chunks] == ["Our team", "in 2024"]
+
+
+class _RecordingCounter(WhitespaceCounter):
+    """Whitespace tokens, remembering the longest word it was asked to tokenize."""
+
+    longest = 0
+
+    def token_offsets(self, text):
+        type(self).longest = max(type(self).longest, max((len(w) for w in text.split()), default=0))
+        return super().token_offsets(text)
+
+
+def test_the_tokenizer_never_reads_a_payload():
+    payload = _payload(300_000, seed=9)  # ~400 KB of base64: one "word" to a whitespace tokenizer
+    text = f"# Logo\n\nThe logo: ![logo](data:image/png;base64,{payload}) as drawn in spring.\n"
+    chunks = run("logo.md", text, _RecordingCounter())
+    assert [c.text for c in chunks] == ["# Logo\n\nThe logo: ![logo](", ") as drawn in spring."]
+    assert _RecordingCounter.longest < 100
+
+
 def test_sections_pack_on_each_side_of_a_payload_not_across_it():
     # A | payload | B C: packing A with B (they fit) would leave C alone once the payload is cut;
     # packing starts afresh after the payload, so B and C share a chunk

@@ -34,8 +34,10 @@ from .store import FileRow, Store
 # Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
 # of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers;
 # 3 = anchor texts (an index from before has none until its notes are read again); 4 = base64 data-URI
-# payloads left out of chunks; 5 = also JSON-escaped (`\/`) and type-less (`data:;base64,`) payloads.
-CHUNKER_VERSION = 5
+# payloads left out of chunks; 5 = also JSON-escaped (`\/`) and type-less (`data:;base64,`) payloads;
+# 6 = payloads left out of frontmatter headers, and a body-less note whose description is only a payload
+# falls back to its title.
+CHUNKER_VERSION = 6
 
 
 def needs_rechunk(manifest: dict) -> bool:

@@ -19,7 +19,8 @@ chunk's edge: no chunk spans it, packing never merges across it, and what is lef
 Whitespace ends a payload (the alphabet holds every letter and digit, so a payload allowed to run
 on across whitespace would swallow the words after it): of a line-wrapped payload, only the part
 up to the first line break is left out. Short and non-base64 data URIs (``data:text/plain,hi``)
-are ordinary text.
+are ordinary text. The pattern lives in ragx/ingest/payloads.py; the tokenizer reads the text with
+payloads blanked out, and a frontmatter header drops them, so no payload is ever tokenized or embedded.
 
 How a file is cut depends on its kind:
 
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragx.ingest import frontmatter
+from ragx.ingest import frontmatter, payloads
 from ragx.ingest.filetypes import CODE, MARKDOWN, TEXT, kind_for_path
 from ragx.models.base import TokenCounter  # the embedder's own tokenizer sizes the chunks
 
@@ -102,20 +103,6 @@ _CODE_BLOCK_START = re.compile(r"\n(?:[^\S\n]*\n)+(?=[^\s)\]}])")
 
 _PYTHON_EXTS = (".py", ".pyi", ".pyx", ".pyw")
 
-# a base64 data URI: data:[<type>/<subtype>][;param=value...];base64,<payload>, the payload 64+
-# characters of the standard or URL-safe alphabet with optional `=` padding and no whitespace (see
-# the module docstring). The media type may be empty (RFC 2397), and a JSON string escapes every `/`
-# as `\/` (in the type and in the payload alike). Not preceded by a URI scheme character, so
-# `metadata:` is not one. ASCII: with IGNORECASE alone, [A-Za-z] would also match a few non-ASCII
-# letters (K, ſ, İ, ı).
-_B64_MIN = 64
-_MIME_TOKEN = r"[A-Za-z0-9!#$&^_.+-]+"
-_SLASH = r"\\?/"
-_BASE64_URI = re.compile(
-    rf"(?<![A-Za-z0-9+.-])data:(?:{_MIME_TOKEN}{_SLASH}{_MIME_TOKEN})?(?:;{_MIME_TOKEN}=[^;,\s]*)*"
-    rf";base64,(?:[A-Za-z0-9+_-]|{_SLASH}){{{_B64_MIN},}}={{0,2}}",
-    re.IGNORECASE | re.ASCII,
-)
 
 
 def detect_kind(path: str, text: str) -> str:
@@ -146,7 +133,8 @@ Level = Callable[["_Doc", int, int, int], list[int]]
 
 
 class _Doc:
-    def __init__(self, text: str, data: bytes, offsets: np.ndarray, settings: ChunkSettings):
+    def __init__(self, text: str, data: bytes, offsets: np.ndarray, settings: ChunkSettings,
+                 blobs: list[tuple[int, int]] | None = None):
         self.text = text
         self.data = data
         self.n = len(text)
@@ -157,7 +145,7 @@ class _Doc:
         if len(starts) > 1:
             starts = np.maximum.accumulate(starts)
         # base64 data-URI payloads, [start, end) in characters, in order; never part of a chunk
-        blobs = [m.span() for m in _BASE64_URI.finditer(text)]
+        blobs = payloads.spans(text) if blobs is None else blobs
         self.blob_starts = [s for s, _ in blobs]
         self.blob_ends = [e for _, e in blobs]
         if blobs and len(starts):
@@ -453,6 +441,17 @@ def _bisect(doc: _Doc, a: int, b: int) -> list[Span]:
     return doc.pieces(a, b, [cut])
 
 
+def _token_offsets(counter: TokenCounter, text: str, blobs: list[tuple[int, int]]) -> np.ndarray:
+    """The tokenizer's (start, end) character offsets over `text`, its payloads unread: it reads the text
+    with each payload shrunk to one space (a 5 MB inline image would be millions of word pieces that no
+    chunk holds: 19 s and 1.2 GB), and the offsets are mapped back."""
+    if not blobs:
+        return counter.token_offsets(text)
+    short, shift = payloads.shrunk(text, blobs)
+    offsets = np.asarray(counter.token_offsets(short), dtype=np.int64).reshape(-1, 2)
+    return payloads.unshrink(offsets, blobs, shift)
+
+
 def _frontmatter_spans(doc: _Doc, fm: frontmatter.Frontmatter, budget: int) -> list[Span]:
     """A note with frontmatter: its body cut as markdown; with no body, its description's (else
     its title's) value, so that the note can still be found and shows prose, not YAML."""
@@ -462,8 +461,10 @@ def _frontmatter_spans(doc: _Doc, fm: frontmatter.Frontmatter, budget: int) -> l
     for key in ("desc", "description", "title"):
         if key in values:
             span = doc.trim(*values[key])
-            if span is not None:
-                return doc.split(span[0], span[1], _PROSE_LEVELS, budget)
+            # a value that is only a payload says nothing: the next key speaks for the note
+            pieces = doc.cut_blobs([span]) if span is not None else []
+            if pieces:
+                return [s for a, b in pieces for s in doc.split(a, b, _PROSE_LEVELS, budget)]
     return []
 
 
@@ -539,7 +540,8 @@ def chunk_text(
     elif kind not in (MARKDOWN, CODE, TEXT):
         raise ValueError(f"unknown chunking kind {kind!r}; expected markdown, code or text")
     max_tokens = max(1, settings.max_tokens)
-    doc = _Doc(text, data, counter.token_offsets(text), settings)
+    blobs = payloads.spans(text)
+    doc = _Doc(text, data, _token_offsets(counter, text, blobs), settings, blobs)
 
     fm = frontmatter.parse(text) if kind == MARKDOWN else None
     spans, levels = _first_spans(doc, kind, path, fm, max_tokens)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from . import payloads
+
 # The opening line, then the YAML (possibly empty), then a closing line of its own.
 _BLOCK = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?P<yaml>(?:.*?\r?\n)??)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _TAG_SPLIT = re.compile(r"[,\s]+")
@@ -30,10 +32,14 @@ class Frontmatter:
     def header(self) -> str:
         """What the note says about itself, as a sentence or two: "Title. Description. Also: ...".
 
-        Embedded and indexed in front of each chunk; empty when the frontmatter says nothing."""
-        parts = [s.strip().rstrip(".") for s in (self.title, self.desc) if s and s.strip()]
-        if self.aliases:
-            parts.append("Also called " + ", ".join(self.aliases))
+        Embedded and indexed in front of each chunk; empty when the frontmatter says nothing. A base64
+        data-URI payload in a value is left out (ragx/ingest/payloads.py): in every chunk's header, it
+        would drown the note's every chunk in junk."""
+        title, desc = payloads.removed(self.title), payloads.removed(self.desc)
+        parts = [s.rstrip(".") for s in (title, desc) if s]
+        aliases = [a for a in map(payloads.removed, self.aliases) if a]
+        if aliases:
+            parts.append("Also called " + ", ".join(aliases))
         if self.tags:
             parts.append("Tags: " + ", ".join(self.tags))
         return ". ".join(parts) + "." if parts else ""
