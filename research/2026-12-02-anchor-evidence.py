@@ -37,62 +37,27 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
 from lab.studies.research_scripts import load_script  # noqa: E402
-from ragx.api import Corpus  # noqa: E402
-from ragx.eval.beir import cache_dir_for, materialise, splits_of  # noqa: E402
-from ragx.scoring.candidates import PassCaps  # noqa: E402
 from ragx.search.anchor_signals import anchor_signals  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
-from ragx.search.retrieve import retrieval_pass  # noqa: E402
 
 OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
 THRESHOLDS = OUT / "anchor-evidence-thresholds.json"
 RULES = ("chunks", "anchored")  # today's rule; the variant
 
 
-def _evidence_on(corpus_dir: Path, query_sets: dict[str, list[str]], vectors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """(n, 3) per query set: chunk cosine evidence, anchored cosine evidence, lexical evidence."""
-    corpus = Corpus.open(corpus_dir)
-    corpus.index()
-    s, p = corpus.searcher, corpus.settings.search
-    s.refresh()
-    caps = PassCaps(p.dense_n, p.lexical_n, p.hops, p.query_floor)
-    a = p.anchor_dense
-    out = {}
-    for name, queries in query_sets.items():
-        rows = []
-        for q in queries:
-            if q not in vectors:
-                vectors[q] = s.embedder.embed_query(q)
-            with s.reading() as snap:
-                c = retrieval_pass(q, vectors[q][None, :], [q], snap, s.store, caps)
-                anchor_sim, _ = anchor_signals(s.store, q, c.file_ids, vectors[q])
-            dense, lexical = signals(c)
-            qsim = c.qsim.astype(np.float64)
-            mixed = (1 - a) * qsim + a * np.fmax(qsim, anchor_sim)  # scoring's dense_signal
-            anchored = max(float(np.max(mixed)), 0.0) if len(mixed) else 0.0
-            rows.append((dense, anchored, lexical))
-        out[name] = np.array(rows, dtype=np.float64).reshape(-1, 3)
-    s.close()
-    return out
+def _evidence(c, corpus, q: str, vector: np.ndarray) -> tuple[float, float, float]:
+    """Chunk cosine evidence, anchored cosine evidence, lexical evidence of one pass."""
+    a = corpus.settings.search.anchor_dense
+    anchor_sim, _ = anchor_signals(corpus.searcher.store, q, c.file_ids, vector)
+    dense, lexical = signals(c)
+    qsim = c.qsim.astype(np.float64)
+    mixed = (1 - a) * qsim + a * np.fmax(qsim, anchor_sim)  # scoring's dense_signal
+    anchored = max(float(np.max(mixed)), 0.0) if len(mixed) else 0.0
+    return dense, anchored, lexical
 
 
 def tables(split: str, data: Path) -> dict[tuple[str, str], np.ndarray]:
-    cache = OUT / f"anchor-evidence-{split}.npz"
-    if cache.exists():
-        z = np.load(cache)
-        return {tuple(k.split("|")): z[k] for k in z.files}  # type: ignore[misc]
-    corpora = list(bench.COLLECTIONS)
-    queries = [n for n in corpora if split in splits_of(data / n)] if split == "train" else corpora
-    query_sets = {n: bench._queries(data / n, split) for n in queries}
-    vectors: dict[str, np.ndarray] = {}
-    out = {}
-    for corpus_name in corpora:
-        d = data / corpus_name
-        for q_name, arr in _evidence_on(materialise(d, cache_dir_for(d), []).corpus_dir, query_sets, vectors).items():
-            out[(q_name, corpus_name)] = arr
-    OUT.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, **{"|".join(k): v for k, v in out.items()})
-    return out
+    return bench.cached_tables(split, data, OUT / f"anchor-evidence-{split}.npz", _evidence)
 
 
 def rule_table(table: dict[tuple[str, str], np.ndarray], rule: str) -> dict[tuple[str, str], np.ndarray]:

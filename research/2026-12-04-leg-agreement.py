@@ -46,18 +46,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
 from lab.studies.research_scripts import load_script  # noqa: E402
-from ragx.api import Corpus  # noqa: E402
-from ragx.eval.beir import cache_dir_for, materialise, splits_of  # noqa: E402
-from ragx.scoring.candidates import Candidates, PassCaps  # noqa: E402
+from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
-from ragx.search.retrieve import retrieval_pass  # noqa: E402
 
 OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
 THRESHOLDS = OUT / "leg-agreement-thresholds.json"
 RULES = ("or", "agree", "overlap", "balanced")
 MAX_LOSS = 0.005
 FOREIGN_FLOOR = 0.85  # `balanced`: every foreign train pair at least this empty (the target is 80%)
-COLUMNS = ("dense", "lexical", "same_top", "overlap5")
 
 
 def _top_files(c: Candidates, ids: np.ndarray, k: int) -> list[int]:
@@ -77,43 +73,8 @@ def features(c: Candidates) -> tuple[float, float, float, float]:
     return dense, lexical, float(d5[0] == l5[0]), float(len(set(d5) & set(l5)))
 
 
-def _features_on(corpus_dir: Path, query_sets: dict[str, list[str]], vectors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    corpus = Corpus.open(corpus_dir)
-    corpus.index()
-    s, p = corpus.searcher, corpus.settings.search
-    s.refresh()
-    caps = PassCaps(p.dense_n, p.lexical_n, p.hops, p.query_floor)
-    out = {}
-    for name, queries in query_sets.items():
-        rows = []
-        for q in queries:
-            if q not in vectors:
-                vectors[q] = s.embedder.embed_query(q)
-            with s.reading() as snap:
-                c = retrieval_pass(q, vectors[q][None, :], [q], snap, s.store, caps)
-            rows.append(features(c))
-        out[name] = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS))
-    s.close()
-    return out
-
-
 def tables(split: str, data: Path) -> dict[tuple[str, str], np.ndarray]:
-    cache = OUT / f"leg-agreement-{split}.npz"
-    if cache.exists():
-        z = np.load(cache)
-        return {tuple(k.split("|")): z[k] for k in z.files}  # type: ignore[misc]
-    corpora = list(bench.COLLECTIONS)
-    queries = [n for n in corpora if split in splits_of(data / n)] if split == "train" else corpora
-    query_sets = {n: bench._queries(data / n, split) for n in queries}
-    vectors: dict[str, np.ndarray] = {}
-    out = {}
-    for corpus_name in corpora:
-        d = data / corpus_name
-        for q_name, arr in _features_on(materialise(d, cache_dir_for(d), []).corpus_dir, query_sets, vectors).items():
-            out[(q_name, corpus_name)] = arr
-    OUT.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, **{"|".join(k): v for k, v in out.items()})
-    return out
+    return bench.cached_tables(split, data, OUT / f"leg-agreement-{split}.npz", lambda c, corpus, q, vector: features(c))
 
 
 def passes(rule: str, a: np.ndarray, t: tuple[float, float, float]) -> np.ndarray:

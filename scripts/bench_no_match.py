@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -58,9 +59,10 @@ def _queries(data_dir: Path, split: str) -> list[str]:
 _VECTORS: dict[str, np.ndarray] = {}  # query -> vector: one embedding per query, reused on every corpus
 
 
-def _signals_on(corpus_dir: Path, query_sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
-    """(n, 2) arrays of (dense, lexical) evidence of each query set against one corpus, from the
-    same retrieval pass `ragx query` makes under the default caps."""
+def pass_rows(corpus_dir: Path, query_sets: dict[str, list[str]], row: Callable) -> dict[str, np.ndarray]:
+    """Per query set, an (n, k) array: `row(pass, corpus, query, vector)` for each query, from the same
+    retrieval pass `ragx query` makes under the default caps against one corpus (inside the read
+    snapshot, so `row` may read the corpus's store too)."""
     corpus = Corpus.open(corpus_dir)
     corpus.index()  # a no-op when `ragx eval beir` indexed it already
     s, p = corpus.searcher, corpus.settings.search
@@ -74,21 +76,37 @@ def _signals_on(corpus_dir: Path, query_sets: dict[str, list[str]]) -> dict[str,
                 _VECTORS[q] = s.embedder.embed_query(q)
             with s.reading() as snap:
                 c = retrieval_pass(q, _VECTORS[q][None, :], [q], snap, s.store, caps)
-            rows.append(signals(c))
-        out[name] = np.array(rows, dtype=np.float64).reshape(-1, 2)
+                rows.append(row(c, corpus, q, _VECTORS[q]))
+        out[name] = np.array(rows, dtype=np.float64).reshape(len(rows), -1) if rows else np.empty((0, 2))
     s.close()
     return out
 
 
-def collect(query_names: list[str], corpus_names: list[str], split: str, data: Path) -> dict[tuple[str, str], np.ndarray]:
-    """(queries collection, corpus collection) -> evidence array."""
+def collect(query_names: list[str], corpus_names: list[str], split: str, data: Path,
+            row: Callable = lambda c, corpus, q, vector: signals(c)) -> dict[tuple[str, str], np.ndarray]:
+    """(queries collection, corpus collection) -> `pass_rows` array (default: the rule's (dense,
+    lexical) evidence)."""
     query_sets = {n: _queries(data / n, split) for n in query_names}
     table = {}
     for corpus_name in corpus_names:
         d = data / corpus_name
         corpus_dir = materialise(d, cache_dir_for(d), []).corpus_dir
-        for q_name, arr in _signals_on(corpus_dir, query_sets).items():
+        for q_name, arr in pass_rows(corpus_dir, query_sets, row).items():
             table[(q_name, corpus_name)] = arr
+    return table
+
+
+def cached_tables(split: str, data: Path, cache: Path, row: Callable) -> dict[tuple[str, str], np.ndarray]:
+    """`collect` over every collection (queries of `split`; on train, only the collections that have
+    one), kept in the .npz file `cache` so that a study's later steps reuse it."""
+    if cache.exists():
+        z = np.load(cache)
+        return {tuple(k.split("|")): z[k] for k in z.files}  # type: ignore[misc]
+    corpora = list(COLLECTIONS)
+    queries = [n for n in corpora if split in splits_of(data / n)] if split == "train" else corpora
+    table = collect(queries, corpora, split, data, row)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, **{"|".join(k): v for k, v in table.items()})
     return table
 
 
