@@ -23,12 +23,13 @@ another copy of the files, no promise about this one's. A start is recorded only
 indexed file (`CorpusDiff.complete`): one limited to a path (`ragx index PATH`), or that could not read
 some indexed file or folder, keeps the older start, which stays true for every file.
 
-A file remembered as not UTF-8 (or a damaged PDF) has no hash to compare: it is looked at again when its
-ctime is at or after the start itself, without the margin, else every such file written in the seconds
-before a run would count as new and be parsed again. A text file is decoded there and then: still not
-UTF-8 (a chmod, or another undecodable edit), it stays skipped; a PDF is parsed again by the run, as new. A write that the coarse clock dates before the
-start is possible only within a tick of the walk reading that very file. (Windows reports the creation
-time as st_ctime: there, such edits are missed as before.)
+A file remembered as not UTF-8 (or a damaged PDF) has no hash to compare: it is looked at again when
+its ctime is at or after the start itself, without the margin, else every such file written in the
+seconds before a run would count as new and be parsed again. A text file is decoded there and then:
+still not UTF-8 (a chmod, or another undecodable edit), it stays skipped; a PDF is parsed again by the
+run, as new. A write that the coarse clock dates before the start is possible only within a tick of
+the walk reading that very file. (Windows reports the creation time as st_ctime: there, such edits are
+missed as before.)
 
 What is indexed but cannot be read now (permission denied, an I/O error: a file, or a folder and all
 below it) stays indexed as it was, reported as unreadable, not deleted; its results may be stale.
