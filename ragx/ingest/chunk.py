@@ -20,7 +20,8 @@ Whitespace ends a payload (the alphabet holds every letter and digit, so a paylo
 on across whitespace would swallow the words after it): of a line-wrapped payload, only the part
 up to the first line break is left out. Short and non-base64 data URIs (``data:text/plain,hi``)
 are ordinary text. The pattern lives in ragx/ingest/payloads.py; the tokenizer reads the text with
-payloads blanked out, and a frontmatter header drops them, so no payload is ever tokenized or embedded.
+each payload shrunk to one space, and a frontmatter header drops them, so no payload is ever tokenized
+or embedded.
 
 How a file is cut depends on its kind:
 
@@ -133,8 +134,7 @@ Level = Callable[["_Doc", int, int, int], list[int]]
 
 
 class _Doc:
-    def __init__(self, text: str, data: bytes, offsets: np.ndarray, settings: ChunkSettings,
-                 blobs: list[tuple[int, int]] | None = None):
+    def __init__(self, text: str, data: bytes, offsets: np.ndarray, settings: ChunkSettings, blobs: list[tuple[int, int]]):
         self.text = text
         self.data = data
         self.n = len(text)
@@ -144,17 +144,11 @@ class _Doc:
         starts = offsets[:, 0]
         if len(starts) > 1:
             starts = np.maximum.accumulate(starts)
-        # base64 data-URI payloads, [start, end) in characters, in order; never part of a chunk
-        blobs = payloads.spans(text) if blobs is None else blobs
+        # base64 data-URI payloads, [start, end) in characters, in order; never part of a chunk. The
+        # offsets come from a tokenization that never read them (_token_offsets): no token starts inside
+        # one, so sizes (and so structure, packing and splitting) are those of the text actually chunked.
         self.blob_starts = [s for s, _ in blobs]
         self.blob_ends = [e for _, e in blobs]
-        if blobs and len(starts):
-            # tokens that start inside a payload are not counted, so that sizes (and so the
-            # structure, packing and splitting) are those of the text that is actually chunked
-            bs, be = np.asarray(self.blob_starts), np.asarray(self.blob_ends)
-            k = np.searchsorted(bs, starts, side="right") - 1
-            inside = (k >= 0) & (starts < be[np.maximum(k, 0)])
-            starts = starts[~inside]
         self.ts: list[int] = starts.tolist()
 
     # ---- measuring
