@@ -51,7 +51,8 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
     """Run and store one pass per query. Returns the folder."""
     folder.mkdir(parents=True, exist_ok=True)
     searcher = corpus.searcher
-    rows: dict[str, list] = {"qid": [], "query": [], "variants": [], "dense_ids": [], "link_pairs": [], **{c: [] for c in ARRAY_COLUMNS}}
+    rows: dict[str, list] = {"qid": [], "query": [], "variants": [], "dense_ids": [], "link_pairs": [], "lexical_ceiling": [],
+                             **{c: [] for c in ARRAY_COLUMNS}}
     started = time.perf_counter()
     for q in queries:
         c = searcher.pass_with_caps(q.text, caps, expand=False)
@@ -60,6 +61,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
         rows["variants"].append(c.variants)
         rows["dense_ids"].append([ids.tolist() for ids in c.dense_ids])
         rows["link_pairs"].append(_flat_pairs(c.link_pairs))
+        rows["lexical_ceiling"].append(c.lexical_ceiling)
         for col, values in c.cache_row().items():
             rows[col].append(values)
         if progress:
@@ -67,6 +69,7 @@ def build_cache(corpus: Corpus, queries: list[LabelledQuery], caps: PassCaps, fo
     seconds = time.perf_counter() - started
     schema: dict[str, Any] = {"qid": pl.String, "query": pl.String, "variants": pl.List(pl.String), "dense_ids": pl.List(pl.List(pl.Int64))}
     schema["link_pairs"] = pl.List(pl.Int64)  # (m, 2) file pairs, flattened row-major
+    schema["lexical_ceiling"] = pl.Float64
     schema |= {c: pl.List(POLARS_TYPES[t]) for c, t in ARRAY_COLUMNS.items()}
     pl.DataFrame(rows, schema=schema).write_parquet(folder / "passes.parquet")
     meta = {
@@ -124,6 +127,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
         return {col: cols[col][i] for col in ARRAY_COLUMNS}
 
     out = []
+    ceilings = df["lexical_ceiling"].to_list()
     for i, (qid, query, variants, dense) in enumerate(zip(df["qid"], df["query"], df["variants"], df["dense_ids"])):
         out.append(
             Candidates(
@@ -133,6 +137,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
                 caps=caps,
                 link_pairs=pairs[i].reshape(-1, 2),
                 qid=qid,
+                lexical_ceiling=ceilings[i],
                 **arrays_of(i),
             )
         )

@@ -167,6 +167,7 @@ LIMITS: dict[str, Limit] = {
     "search.anchor_lexical": Limit(0, 1),
     "search.min_dense_evidence": Limit(0, 1),
     "search.min_lexical_evidence": Limit(0, 1_000_000),
+    "search.min_lexical_share": Limit(0, 1),
     "search.bm25_k1": Limit(0, 100),
     "search.bm25_b": Limit(0, 1),
 }

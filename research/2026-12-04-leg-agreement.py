@@ -65,7 +65,7 @@ def _top_files(c: Candidates, ids: np.ndarray, k: int) -> list[int]:
 
 
 def features(c: Candidates) -> tuple[float, float, float, float]:
-    dense, lexical = signals(c)
+    dense, lexical, _ = signals(c)  # the share came later (2026-12-04-contrast-evidence)
     d_ids, l_ids = c.dense_ids[0], c.lexical_ids
     if not len(d_ids) or not len(l_ids):
         return dense, lexical, 0.0, 0.0

@@ -6,12 +6,14 @@ Every collection's queries are run against every collection's corpus (the index 
 keeps under RAGX_CACHE_DIR). A query against its own corpus is REAL: it must keep its results
 (target: at most 1% lose them all). A query against another corpus is FOREIGN: it should come back
 empty (target: at least 80%). Printed per (queries, corpus) pair, for the thresholds in
-ragx/defaults.toml or --min-dense/--min-lexical.
+ragx/defaults.toml or --min-dense/--min-lexical/--min-share.
 
     --calibrate  picks the thresholds from TRAIN splits only (scifact train, dendron-vault train:
                  their real queries, and the same queries against the other corpora as foreign
-                 ones): the pair that rejects the most foreign queries while real train queries
-                 lose at most --max-loss (default 0.5%, half the target, as a margin).
+                 ones): the three thresholds that reject the most foreign queries while real
+                 train queries lose at most --max-loss (default 0.5%, half the target, as a margin).
+                 The share's grid starts at 1 (that signal off: the two-signal rule), so it is
+                 chosen only where it rejects more.
 
     .venv/bin/python scripts/bench_no_match.py --split test          # the final report
     .venv/bin/python scripts/bench_no_match.py --split test --lost   # + where the emptied real queries'
@@ -77,7 +79,7 @@ def pass_rows(corpus_dir: Path, query_sets: dict[str, list[str]], row: Callable)
             with s.reading() as snap:
                 c = retrieval_pass(q, _VECTORS[q][None, :], [q], snap, s.store, caps)
                 rows.append(row(c, corpus, q, _VECTORS[q]))
-        out[name] = np.array(rows, dtype=np.float64).reshape(len(rows), -1) if rows else np.empty((0, 2))
+        out[name] = np.array(rows, dtype=np.float64).reshape(len(rows), -1) if rows else np.empty((0, 3))
     s.close()
     return out
 
@@ -110,28 +112,42 @@ def cached_tables(split: str, data: Path, cache: Path, row: Callable) -> dict[tu
     return table
 
 
-def rates(table, min_dense: float, min_lexical: float) -> dict[tuple[str, str], float]:
+Thresholds = tuple[float, float, float]  # min dense, min lexical, min share (evidence.decide's order)
+
+
+def rates(table, t: Thresholds) -> dict[tuple[str, str], float]:
     """Share of each pair's queries that come back empty."""
-    return {k: float(np.mean(~decide(a[:, 0], a[:, 1], min_dense, min_lexical))) for k, a in table.items()}
+    return {k: float(np.mean(~passes(a, t))) for k, a in table.items()}
 
 
-def calibrate(table, max_loss: float) -> tuple[float, float]:
+def passes(a: np.ndarray, t: Thresholds) -> np.ndarray:
+    """Per row of an evidence table (dense, lexical, share): whether the rule keeps its results."""
+    return decide(a[:, 0], a[:, 1], a[:, 2], *t)
+
+
+def _grid(values: np.ndarray, top: float, n: int) -> np.ndarray:
+    """Thresholds to try: the real queries' own values at n quantiles from 0 to `top`."""
+    return np.unique(np.round(np.quantile(values, np.linspace(0, top, n)), 4))
+
+
+def calibrate(table, max_loss: float) -> Thresholds:
     real = np.vstack([a for (q, c), a in table.items() if q == c])
     foreign = np.vstack([a for (q, c), a in table.items() if q != c])
-    best = (-1.0, 0.0, 0.0)
-    for td in np.unique(np.round(np.quantile(real[:, 0], np.linspace(0, 0.2, 81)), 4)):
-        for tl in np.unique(np.round(np.quantile(real[:, 1], np.linspace(0, 0.6, 121)), 4)):
-            lost = np.mean(~decide(real[:, 0], real[:, 1], td, tl))
-            if lost <= max_loss:
-                rejected = np.mean(~decide(foreign[:, 0], foreign[:, 1], td, tl))
-                if rejected > best[0]:
-                    best = (rejected, float(td), float(tl))
-    return best[1], best[2]
+    best: tuple[float, Thresholds] = (-1.0, (0.0, 0.0, 0.0))
+    for ts in (1.0, *_grid(real[:, 2], 0.3, 31).tolist()):
+        for td in _grid(real[:, 0], 0.3, 61).tolist():
+            for tl in _grid(real[:, 1], 0.6, 61).tolist():
+                t = (td, tl, ts)
+                if np.mean(~passes(real, t)) <= max_loss:
+                    rejected = float(np.mean(~passes(foreign, t)))
+                    if rejected > best[0]:
+                        best = (rejected, t)
+    return best[1]
 
 
-def report(table, min_dense: float, min_lexical: float) -> None:
-    r = rates(table, min_dense, min_lexical)
-    print(f"thresholds: min_dense_evidence = {min_dense}, min_lexical_evidence = {min_lexical}")
+def report(table, t: Thresholds) -> None:
+    r = rates(table, t)
+    print(f"thresholds: min_dense_evidence = {t[0]}, min_lexical_evidence = {t[1]}, min_lexical_share = {t[2]}")
     print(f"{'queries':<15} {'corpus':<15} {'n':>5} {'empty':>7}  kind")
     for (q, c), share in sorted(r.items()):
         kind = "REAL (lost, target <= 1%)" if q == c else "FOREIGN (empty, target >= 80%)"
@@ -144,13 +160,13 @@ def report(table, min_dense: float, min_lexical: float) -> None:
     print(summary)
 
 
-def lost(table, min_dense: float, min_lexical: float, split: str, data: Path) -> None:
+def lost(table, t: Thresholds, split: str, data: Path) -> None:
     """For each real query the rule empties: the rank of its first relevant file among the top 10 that
     `ragx query --files-only --no-evidence-check` returns (what a user who overrides the rule sees)."""
     for (q_name, c_name), arr in sorted(table.items()):
         if q_name != c_name:
             continue
-        emptied = np.flatnonzero(~decide(arr[:, 0], arr[:, 1], min_dense, min_lexical))
+        emptied = np.flatnonzero(~passes(arr, t))
         if not len(emptied):
             continue
         d = data / c_name
@@ -173,6 +189,7 @@ def main() -> None:
     ap.add_argument("--max-loss", type=float, default=0.005)
     ap.add_argument("--min-dense", type=float, default=None)
     ap.add_argument("--min-lexical", type=float, default=None)
+    ap.add_argument("--min-share", type=float, default=None)
     ap.add_argument("--lost", action="store_true", help="also rank each emptied real query with the check off")
     ap.add_argument("--data", type=Path, default=DATA, help="the folder holding the collections (default ../shared/data)")
     args = ap.parse_args()
@@ -182,18 +199,19 @@ def main() -> None:
         sys.exit("--calibrate works on --split train only (never tune on test)")
     table = collect(queries, corpora, args.split, args.data.resolve())
     if args.calibrate:
-        td, tl = calibrate(table, args.max_loss)
-        print(f"calibrated on train: min_dense_evidence = {td}, min_lexical_evidence = {tl}")
-        report(table, td, tl)
+        t = calibrate(table, args.max_loss)
+        print(f"calibrated on train: min_dense_evidence = {t[0]}, min_lexical_evidence = {t[1]}, min_lexical_share = {t[2]}")
+        report(table, t)
         return
     from ragx.config import load_settings
 
     p = load_settings(None, warn=False).search
-    td = p.min_dense_evidence if args.min_dense is None else args.min_dense
-    tl = p.min_lexical_evidence if args.min_lexical is None else args.min_lexical
-    report(table, td, tl)
+    t = (p.min_dense_evidence if args.min_dense is None else args.min_dense,
+         p.min_lexical_evidence if args.min_lexical is None else args.min_lexical,
+         p.min_lexical_share if args.min_share is None else args.min_share)
+    report(table, t)
     if args.lost:
-        lost(table, td, tl, args.split, args.data.resolve())
+        lost(table, t, args.split, args.data.resolve())
 
 
 if __name__ == "__main__":

@@ -161,4 +161,5 @@ def test_lab_pass_cache_keeps_the_anchor_signals(vault, tmp_path):
     live = corpus.searcher.candidates(query.text, p, expand=False)
     assert np.array_equal(cached.anchor_sim, live.anchor_sim, equal_nan=True)
     assert np.array_equal(cached.anchor_lexical, live.anchor_lexical)
+    assert cached.lexical_ceiling == live.lexical_ceiling > 0  # the evidence rule's third signal
     assert np.array_equal(score(cached, p).score, score(live, p).score, equal_nan=True)

@@ -158,6 +158,20 @@ def test_no_evidence_means_empty_result_and_exit_1(vault, capsys):
     assert code == 1 and "no relevant evidence" in out and "--no-evidence-check" in out
 
 
+def test_the_bm25_share_keeps_a_question_its_words_answer_and_drops_one_about_words_the_corpus_lacks(vault):
+    # Only the share can pass: the cosine and per-term bars are out of reach.
+    share_only = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=1e6, min_lexical_share=0.2)
+    c = Corpus(vault)
+    kept = c.query("pruning roses", params=share_only)
+    assert kept["results"] and kept["evidence"]["match"] is True and kept["evidence"]["lexical_share"] >= 0.2
+    # the same two words among words no note holds: each absent word is worth the most a word can be
+    dropped = c.query("pruning roses quetzalcoatl xylograph ombudsman", params=share_only)["evidence"]
+    assert dropped["match"] is False and dropped["lexical_share"] < 0.2 and "share of its ceiling" in dropped["reason"]
+    # 1 turns the share off alone (a best score never reaches its ceiling); the other two still judge
+    assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0))["results"] == []
+    assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0, min_lexical_evidence=0.01))["results"]
+
+
 def test_no_evidence_check_shows_the_closest_and_still_reports_the_verdict(vault, capsys):
     strict = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=0.01)
     c = Corpus(vault)

@@ -251,12 +251,11 @@ class Lexicon:
         parts = (self.base, self.delta)
         found = []  # per term, per part: (positions in the part, the term's score there)
         for term in terms:
-            runs = [self._live_postings(part, alive, term) for part, alive in zip(parts, self._alive)]
+            runs = self._runs(term)
             df = sum(len(doc) for doc, _ in runs)
             if not df:
                 continue
-            idf = np.log((len(self.live) - df + 0.5) / (df + 0.5))
-            idf = idf if idf > 0.0 else 1e-6  # FTS5's floor for a term in more than half the chunks
+            idf = self._idf(df)
             found.append([(doc, self._term_scores(idf, tf, part.length[doc], k1, b)) for (doc, tf), part in zip(runs, parts)])
         ids, scores = [], []
         for i, part in enumerate(parts):
@@ -264,6 +263,28 @@ class Lexicon:
             ids.append(part.ids[ids_i])
             scores.append(scores_i)
         return np.concatenate(ids), np.concatenate(scores)
+
+    def ceiling(self, terms: list[str], k1: float = K1) -> float:
+        """The most BM25 could give one chunk on `terms`: each term's idf times (k1 + 1), its limit as
+        the term's count in a chunk grows. A term no live chunk holds counts at df = 0 (the most it
+        would be worth), so a query whose words the corpus lacks has a high ceiling it cannot reach."""
+        return float(sum(self._idf(self._df(term)) for term in terms)) * (k1 + 1.0)
+
+    def _df(self, term: str) -> int:
+        """How many live chunks hold the term (a count: no postings are copied)."""
+        df = 0
+        for part, alive in zip((self.base, self.delta), self._alive):
+            doc = part.postings(term)[0]
+            df += len(doc) if alive is None else int(np.count_nonzero(alive[doc]))
+        return df
+
+    def _runs(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per part, the term's live postings: (positions in the part, term counts)."""
+        return [self._live_postings(part, alive, term) for part, alive in zip((self.base, self.delta), self._alive)]
+
+    def _idf(self, df: int) -> float:
+        idf = float(np.log((len(self.live) - df + 0.5) / (df + 0.5)))
+        return idf if idf > 0.0 else 1e-6  # FTS5's floor for a term in more than half the chunks
 
     def _term_scores(self, idf: float, tf: np.ndarray, length: np.ndarray, k1: float, b: float) -> np.ndarray:
         tf, length = tf.astype(np.float64), length.astype(np.float64)

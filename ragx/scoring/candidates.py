@@ -87,6 +87,9 @@ class Candidates:
     # The labelled query this pass answers, when it came from a query set (the lab's pass cache);
     # empty for a user's query.
     qid: str = ""
+    # The most BM25 could give one chunk on the query's words (0: not known, an index without
+    # postings): the "nothing relevant" rule reads the best score as a share of it.
+    lexical_ceiling: float = 0.0
 
     def __post_init__(self):
         if self.rerank is None:
@@ -121,5 +124,5 @@ CACHE_COLUMNS = {
     "anchor_sim": np.float32,
     "anchor_lexical": np.float64,
 }
-CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs", "qid")
+CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs", "qid", "lexical_ceiling")
 NOT_CACHED = ("rerank", "rerank_model", "notes")

@@ -29,7 +29,8 @@ class Params:
     file_chunks: int         # a file scores the sum of its best this-many chunk scores
     link_weight: float       # share of the best linked file's score a candidate gains (0 = off)
     min_dense_evidence: float    # "no match" unless the best chunk's cosine reaches this ...
-    min_lexical_evidence: float  # ... or BM25 evidence reaches this (ragx/search/evidence.py; 0 and 0 = off)
+    min_lexical_evidence: float  # ... or the best BM25 per query term reaches this ...
+    min_lexical_share: float     # ... or the best BM25 over its ceiling reaches this (ragx/search/evidence.py; any 0 = off)
     bm25_k1: float           # BM25 term-frequency saturation (FTS5's bm25(): 1.2)
     bm25_b: float            # BM25 length normalisation, 0..1 (FTS5's bm25(): 0.75)
     anchor_dense: float      # share of the dense signal taken by anchor evidence, 0..1 (0 = off): (1 - a) * cosine + a * max(cosine, best anchor cosine of its file)

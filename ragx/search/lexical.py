@@ -59,3 +59,12 @@ def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b:
         scores = -fts5_scores  # FTS5's bm25() is lower-is-better
     order = np.lexsort((ids, -scores))
     return ids[order], scores[order]
+
+
+def bm25_ceiling(snap: "Snapshot", text: str, k1: float = K1) -> float:
+    """The most BM25 could give one chunk on the query's words (index/lexicon.py `ceiling`); 0 for a
+    generation without postings, whose FTS5 table does not tell its document frequencies."""
+    words = query_words(text)
+    if not words or snap.lexicon is None:
+        return 0.0
+    return snap.lexicon.ceiling(shared().of_words(words), k1)

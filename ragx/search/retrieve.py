@@ -15,7 +15,7 @@ from ..index.store import Store
 from ..index.vectors import rescore_pool
 from ..lookup import find_sorted, unique_ids  # unique_ids, not np.unique: see there
 from ..scoring.candidates import Candidates, PassCaps
-from .lexical import bm25_matches
+from .lexical import bm25_ceiling, bm25_matches
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -123,4 +123,5 @@ def retrieval_pass(
         nbr=nbr,
         weight=weight,
         caps=caps,
+        lexical_ceiling=bm25_ceiling(snap, query, caps.bm25_k1),
     )
