@@ -55,13 +55,13 @@ from ragx.index.lexicon import K1  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 
+legs = load_script("2026-12-04-leg-agreement.py")  # its report and its 2-fold split
 OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
 THRESHOLDS = OUT / "contrast-evidence-thresholds.json"
 RULES = ("or", "gap", "z", "share")
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
 MAX_LOSS = 0.005
 FOREIGN_FLOOR = 0.85
-NO_TRAIN = ("cranfield", "musique-small")
 
 
 def features(c: Candidates) -> tuple[float, float, float, float]:
@@ -157,28 +157,13 @@ def calibrate_balanced(table: dict[tuple[str, str], np.ndarray], rule: str, floo
 
 
 def report(table: dict[tuple[str, str], np.ndarray], rule: str, t: tuple[float, float, float]) -> None:
-    print(f"thresholds (dense + w * contrast, lexical, w): {t}")
-    print(f"{'queries':<15} {'corpus':<15} {'n':>5} {'empty':>7}  kind")
-    real, foreign = [], []
-    for (q, c), a in sorted(table.items()):
-        share = float(np.mean(~passes(rule, a, t)))
-        (real if q == c else foreign).append(share)
-        kind = "REAL (lost, target <= 1%)" if q == c else "FOREIGN (empty, target >= 80%)"
-        print(f"{q:<15} {c:<15} {len(a):>5} {share:>7.1%}  {kind}")
-    line = f"worst real loss {max(real):.1%}"
-    if foreign:
-        line += f"; foreign empty: min {min(foreign):.1%}, mean {np.mean(foreign):.1%}"
-    print(line)
+    legs.report(table, rule, t, passes, "dense + w * contrast, lexical, w (share: its threshold)")
 
 
 def kfold(train: dict[tuple[str, str], np.ndarray], test: dict[tuple[str, str], np.ndarray]) -> None:
     for rule in RULES:
         for fold in (0, 1):
-            def half(a: np.ndarray, keep: int) -> np.ndarray:
-                return a[np.arange(len(a)) % 2 == keep]
-
-            cal = dict(train) | {k: half(a, fold) for k, a in test.items() if k[0] in NO_TRAIN}
-            held = {k: half(a, 1 - fold) if k[0] in NO_TRAIN else a for k, a in test.items()}
+            cal, held = legs.folds(train, test, fold)
             t = calibrate_balanced(cal, rule)
             print(f"\n## {rule}, balanced (foreign floor {FOREIGN_FLOOR:.0%}), calibration fold {fold}")
             report(held, rule, t)
