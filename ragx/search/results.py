@@ -104,7 +104,7 @@ def files_document(store: Store, c: Candidates, r: Ranking, p: Params, o: QueryO
 
 
 def describe_evidence(c: Candidates, verdict: Verdict, options: QueryOptions) -> dict[str, Any]:
-    """The `evidence` key (both signals, both thresholds, the reason when nothing is relevant, whether
+    """The `evidence` key (the three signals and their thresholds, the reason when nothing is relevant, whether
     the rule was enforced) and, with --tag / --path, the `filters` key; a filter no indexed file passes
     says so."""
     filters = options.filters
