@@ -163,3 +163,10 @@ def test_lab_pass_cache_keeps_the_anchor_signals(vault, tmp_path):
     assert np.array_equal(cached.anchor_lexical, live.anchor_lexical)
     assert cached.lexical_ceiling == live.lexical_ceiling > 0  # the evidence rule's third signal
     assert np.array_equal(score(cached, p).score, score(live, p).score, equal_nan=True)
+    # a cache written before the ceiling was kept still loads for research re-scoring, the ceiling unknown
+    import polars as pl
+
+    folder = tmp_path / "cache"
+    pl.read_parquet(folder / "passes.parquet").drop("lexical_ceiling").write_parquet(folder / "passes.parquet")
+    (older,), _ = load_cache(folder)
+    assert older.lexical_ceiling == 0.0 and np.array_equal(older.nodes, cached.nodes)
