@@ -38,7 +38,6 @@ thresholds in contrast-evidence-thresholds.json beside them.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -175,15 +174,7 @@ def main(argv: list[str]) -> None:
     if split == "kfold":
         kfold(share_tables("train", data), share_tables("test", data))
         return
-    table = share_tables(split, data)
-    if split == "train":
-        chosen = {rule: calibrate(table, rule) for rule in RULES}
-        THRESHOLDS.write_text(json.dumps(chosen, indent=1))
-    else:
-        chosen = {k: tuple(v) for k, v in json.loads(THRESHOLDS.read_text()).items()}  # never re-chosen on test
-    for rule in RULES:
-        print(f"\n## rule: {rule} (thresholds from train)")
-        report(table, rule, chosen[rule])
+    legs.run_split(split, share_tables(split, data), RULES, calibrate, THRESHOLDS, report)
 
 
 if __name__ == "__main__":

@@ -176,13 +176,18 @@ def main(argv: list[str]) -> None:
         data = bench.DATA.resolve()
         kfold(tables("train", data), tables("test", data))
         return
-    table = tables(split, bench.DATA.resolve())
+    run_split(split, tables(split, bench.DATA.resolve()), RULES, calibrate, THRESHOLDS, report)
+
+
+def run_split(split: str, table: dict, rules: tuple[str, ...], calibrate, thresholds: Path, report) -> None:
+    """On train: each rule's thresholds by `calibrate`, kept in `thresholds`; on test: those, read back
+    (never re-chosen). Then each rule's `report`."""
     if split == "train":
-        chosen = {rule: calibrate(table, rule) for rule in RULES}
-        THRESHOLDS.write_text(json.dumps(chosen, indent=1))
+        chosen = {rule: calibrate(table, rule) for rule in rules}
+        thresholds.write_text(json.dumps(chosen, indent=1))
     else:
-        chosen = {k: tuple(v) for k, v in json.loads(THRESHOLDS.read_text()).items()}  # never re-chosen on test
-    for rule in RULES:
+        chosen = {k: tuple(v) for k, v in json.loads(thresholds.read_text()).items()}
+    for rule in rules:
         print(f"\n## rule: {rule} (thresholds from train)")
         report(table, rule, chosen[rule])
 
