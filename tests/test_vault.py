@@ -169,6 +169,10 @@ def test_the_bm25_share_keeps_a_question_its_words_answer_and_drops_one_about_wo
     assert dropped["match"] is False and dropped["lexical_share"] < 0.2 and "share of its ceiling" in dropped["reason"]
     # 1 turns the share off alone (a best score never reaches its ceiling); the other two still judge
     assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0))["results"] == []
+    # even where a share can reach 1: at k1 = 0 a chunk holding every word once scores its ceiling
+    at_one = c.query("zanzibar", params=share_only.replace(bm25_k1=0.0), evidence_check=False)["evidence"]
+    assert at_one["lexical_share"] == pytest.approx(1.0) and at_one["match"] is True
+    assert c.query("zanzibar", params=share_only.replace(bm25_k1=0.0, min_lexical_share=1.0))["results"] == []
     assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0, min_lexical_evidence=0.01))["results"]
 
 

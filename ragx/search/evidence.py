@@ -13,8 +13,8 @@ This test looks at three absolute signals of the retrieval pass instead:
 
 A query has a match when ANY signal reaches its threshold (`Params.min_dense_evidence`,
 `min_lexical_evidence`, `min_lexical_share`). A threshold of 0 passes every query, so any one at 0
-turns the test off; the share is below 1 by construction, so `min_lexical_share = 1` turns off that
-signal alone. The thresholds are calibrated on train splits (scripts/bench_no_match.py), and
+turns the test off; `min_lexical_share = 1` turns off that signal alone (a share reaches 1 only in
+the limit, or at bm25_k1 = 0). The thresholds are calibrated on train splits (scripts/bench_no_match.py), and
 `ragx query` exits 1 with an empty result (the JSON's `evidence` says why) when all three fall short.
 """
 
@@ -80,8 +80,10 @@ def signals(c: Candidates) -> tuple[float, float, float]:
 
 
 def decide(dense, lexical, share, min_dense: float, min_lexical: float, min_share: float):
-    """Whether the evidence is enough: any signal at its threshold. Vectorises over arrays."""
-    return (np.greater_equal(dense, min_dense) | np.greater_equal(lexical, min_lexical)) | np.greater_equal(share, min_share)
+    """Whether the evidence is enough: any signal at its threshold (the share's at 1: never). Vectorises
+    over arrays."""
+    by_share = np.greater_equal(share, min_share) & (min_share < 1.0)
+    return (np.greater_equal(dense, min_dense) | np.greater_equal(lexical, min_lexical)) | by_share
 
 
 def judge(c: Candidates, p: Params) -> Verdict:
