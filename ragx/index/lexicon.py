@@ -248,39 +248,34 @@ class Lexicon:
         """(chunk ids, BM25 scores, higher is better) of every live chunk holding one of `terms`, in id
         order (the delta's chunks are newer than the base's). A term listed twice counts twice, as a
         phrase repeated in an FTS5 query does."""
+        ids, scores, _ = self.scored(terms, k1, b)
+        return ids, scores
+
+    def ceiling(self, terms: list[str], k1: float = K1) -> float:
+        """The most BM25 could give one chunk on `terms` (see `scored`)."""
+        return self.scored(terms, k1)[2]
+
+    def scored(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray, float]:
+        """`matches`, and the ceiling from the same postings lookups: the most BM25 could give one chunk
+        on `terms`, each term's idf times (k1 + 1), its limit as the term's count in a chunk grows. A
+        term no live chunk holds counts at df = 0 (the most it would be worth), so a query whose words
+        the corpus lacks has a high ceiling it cannot reach."""
         parts = (self.base, self.delta)
         found = []  # per term, per part: (positions in the part, the term's score there)
+        idf_sum = 0.0
         for term in terms:
-            runs = self._runs(term)
+            runs = [self._live_postings(part, alive, term) for part, alive in zip(parts, self._alive)]
             df = sum(len(doc) for doc, _ in runs)
-            if not df:
-                continue
             idf = self._idf(df)
-            found.append([(doc, self._term_scores(idf, tf, part.length[doc], k1, b)) for (doc, tf), part in zip(runs, parts)])
+            idf_sum += idf
+            if df:
+                found.append([(doc, self._term_scores(idf, tf, part.length[doc], k1, b)) for (doc, tf), part in zip(runs, parts)])
         ids, scores = [], []
         for i, part in enumerate(parts):
             ids_i, scores_i = _summed([term[i] for term in found], len(part.ids))
             ids.append(part.ids[ids_i])
             scores.append(scores_i)
-        return np.concatenate(ids), np.concatenate(scores)
-
-    def ceiling(self, terms: list[str], k1: float = K1) -> float:
-        """The most BM25 could give one chunk on `terms`: each term's idf times (k1 + 1), its limit as
-        the term's count in a chunk grows. A term no live chunk holds counts at df = 0 (the most it
-        would be worth), so a query whose words the corpus lacks has a high ceiling it cannot reach."""
-        return float(sum(self._idf(self._df(term)) for term in terms)) * (k1 + 1.0)
-
-    def _df(self, term: str) -> int:
-        """How many live chunks hold the term (a count: no postings are copied)."""
-        df = 0
-        for part, alive in zip((self.base, self.delta), self._alive):
-            doc = part.postings(term)[0]
-            df += len(doc) if alive is None else int(np.count_nonzero(alive[doc]))
-        return df
-
-    def _runs(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per part, the term's live postings: (positions in the part, term counts)."""
-        return [self._live_postings(part, alive, term) for part, alive in zip((self.base, self.delta), self._alive)]
+        return np.concatenate(ids), np.concatenate(scores), idf_sum * (k1 + 1.0)
 
     def _idf(self, df: int) -> float:
         idf = float(np.log((len(self.live) - df + 0.5) / (df + 0.5)))

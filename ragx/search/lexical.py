@@ -47,24 +47,23 @@ def fts5_any(words: list[str]) -> str:
 
 def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
+    ids, scores, _ = bm25_leg(snap, store, text, k1, b)
+    return ids, scores
+
+
+def bm25_leg(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray, float]:
+    """`bm25_matches`, and the query's ceiling: the most BM25 could give one chunk on its words
+    (index/lexicon.py `scored`); 0 for a generation without postings, whose FTS5 table does not tell
+    its document frequencies."""
     words = query_words(text)
     if not words:
-        return np.empty(0, np.int64), np.empty(0)
+        return np.empty(0, np.int64), np.empty(0), 0.0
     if snap.lexicon is None and (k1, b) != (K1, B):
         raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b} need BM25 postings, which this index predates: run `ragx index`")
     if snap.lexicon is not None:
-        ids, scores = snap.lexicon.matches(shared().of_words(words), k1, b)
+        ids, scores, ceiling = snap.lexicon.scored(shared().of_words(words), k1, b)
     else:
         ids, fts5_scores = store.bm25(fts5_any(words))
-        scores = -fts5_scores  # FTS5's bm25() is lower-is-better
+        scores, ceiling = -fts5_scores, 0.0  # FTS5's bm25() is lower-is-better
     order = np.lexsort((ids, -scores))
-    return ids[order], scores[order]
-
-
-def bm25_ceiling(snap: "Snapshot", text: str, k1: float = K1) -> float:
-    """The most BM25 could give one chunk on the query's words (index/lexicon.py `ceiling`); 0 for a
-    generation without postings, whose FTS5 table does not tell its document frequencies."""
-    words = query_words(text)
-    if not words or snap.lexicon is None:
-        return 0.0
-    return snap.lexicon.ceiling(shared().of_words(words), k1)
+    return ids[order], scores[order], ceiling
