@@ -105,7 +105,6 @@ _CODE_BLOCK_START = re.compile(r"\n(?:[^\S\n]*\n)+(?=[^\s)\]}])")
 _PYTHON_EXTS = (".py", ".pyi", ".pyx", ".pyw")
 
 
-
 def detect_kind(path: str, text: str) -> str:
     """The chunking kind of a file: by extension, except that extension-less and .txt files that
     look like markdown (two or more ATX headings) are chunked as markdown."""
