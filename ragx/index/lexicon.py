@@ -251,10 +251,6 @@ class Lexicon:
         ids, scores, _ = self.scored(terms, k1, b)
         return ids, scores
 
-    def ceiling(self, terms: list[str], k1: float = K1) -> float:
-        """The most BM25 could give one chunk on `terms` (see `scored`)."""
-        return self.scored(terms, k1)[2]
-
     def scored(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray, float]:
         """`matches`, and the ceiling from the same postings lookups: the most BM25 could give one chunk
         on `terms`, each term's idf times (k1 + 1), its limit as the term's count in a chunk grows. A
