@@ -62,7 +62,9 @@ def cached_passes(corpus, queries, folder: Path):
 
 
 def ndcg(passes, p, meta) -> tuple[float, dict[str, float]]:
-    run = {c.qid: file_run(c, score(c, p), p, meta["paths"], DEPTH) for c in passes}
+    """Mean and per-query file-level nDCG@10 of `passes` scored with `p` (or a list: one Params per pass)."""
+    params = p if isinstance(p, list) else [p] * len(passes)
+    run = {c.qid: file_run(c, score(c, q), q, meta["paths"], DEPTH) for c, q in zip(passes, params)}
     means, per = evaluate(meta["labels"], run)
     return means["nDCG@10"], {q: v["nDCG@10"] for q, v in per.items()}
 

@@ -63,7 +63,8 @@ def embed(coll: str) -> None:
     `study` or prf.load first, so the caches exist)."""
     held = np.unique(np.concatenate([c.nodes for s in SPLITS[coll] for c in load_cache(prf.OUT / f"{coll}-{s}")[0]]))
     f = vectors_file(coll)
-    done_ids, done = (np.load(f)["ids"], np.load(f)["V"]) if f.exists() else (np.empty(0, np.int64), np.empty((0, 384), np.float32))
+    z = np.load(f) if f.exists() else {"ids": np.empty(0, np.int64), "V": np.empty((0, 384), np.float32)}
+    done_ids, done = z["ids"], z["V"]
     todo = np.setdiff1d(held, done_ids)
     if not len(todo):
         print(f"{coll}: {len(done_ids)} chunks embedded already")

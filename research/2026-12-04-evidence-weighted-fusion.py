@@ -41,10 +41,6 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies.research_scripts import load_script, run_command, studied
-from ragx.eval.metrics import evaluate
-from ragx.eval.runner import DEPTH
-from ragx.scoring.files import file_run
-from ragx.scoring.score import score
 from ragx.search.evidence import signals
 
 prf = load_script("2026-12-01-prf-and-sentences.py")
@@ -71,12 +67,6 @@ def weights(p, share: np.ndarray, dense: np.ndarray, alpha: float, beta: float, 
     ratio = r0 * (np.maximum(share, 1e-9) / m_s) ** alpha * (m_d / np.maximum(dense, 1e-9)) ** beta
     total = p.dense_weight + p.lexical_weight
     return total / (1 + ratio), total * ratio / (1 + ratio)
-
-
-def ndcg_per_query(passes, params, meta) -> tuple[float, dict[str, float]]:
-    run = {c.qid: file_run(c, score(c, q), q, meta["paths"], DEPTH) for c, q in zip(passes, params)}
-    means, per = evaluate(meta["labels"], run)
-    return means["nDCG@10"], {q: v["nDCG@10"] for q, v in per.items()}
 
 
 def train_medians() -> tuple[float, float]:
@@ -111,7 +101,7 @@ def study(argv: list[str]) -> None:
         for alpha, beta in grid:
             dw, lw = weights(p, share, dense, alpha, beta, m_s, m_d)
             params = [replace(p, dense_weight=float(g), lexical_weight=float(d)) for g, d in zip(dw, lw)]
-            mean, per_variant[key(alpha, beta)] = ndcg_per_query(passes, params, meta)
+            mean, per_variant[key(alpha, beta)] = prf.ndcg(passes, params, meta)
             print(f"{spec} {key(alpha, beta)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 
