@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
 
 prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = ((0.5, 0), (1.0, 0), (1.0, 1), (1.0, 3))
@@ -60,10 +60,7 @@ def transform(vectors: np.ndarray, gamma: float, d: int):
 
 
 def study(argv: list[str]) -> None:
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    specs = [a for a in argv if not a.startswith("--") and a != only]
-    if only is None and any(not s.endswith("-train") for s in specs):
-        sys.exit("a test split runs with --only KEY, the choice made on train")
+    specs, only = train_or_choice(argv)
     grid = [g for g in GRID if only is None or key(*g) == only]
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         _coll, corpus, passes, meta, qv, p = loaded

@@ -40,7 +40,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
 from ragx.search.evidence import signals
 
 prf = load_script("2026-12-01-prf-and-sentences.py")
@@ -85,10 +85,7 @@ def train_medians() -> tuple[float, float]:
 
 
 def study(argv: list[str]) -> None:
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    specs = [a for a in argv if not a.startswith("--") and a != only]
-    if only is None and any(not s.endswith("-train") for s in specs):
-        sys.exit("a test split runs with --only KEY, the choice made on train")
+    specs, only = train_or_choice(argv)
     m_s, m_d = train_medians()
     print(f"train medians: share {m_s:.4f}, dense {m_d:.4f}")
     grid = [(a, b) for a in ALPHAS for b in BETAS if (a, b) != (0.0, 0.0)]

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
 
 prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = (-0.02, -0.01, 0.01, 0.02, 0.04)
@@ -50,10 +50,7 @@ def log_lengths(corpus, passes) -> list[np.ndarray]:
 
 
 def study(argv: list[str]) -> None:
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    specs = [a for a in argv if not a.startswith("--") and a != only]
-    if only is None and any(not s.endswith("-train") for s in specs):
-        sys.exit("a test split runs with --only KEY, the choice made on train")
+    specs, only = train_or_choice(argv)
     grid = [b for b in GRID if only is None or key(b) == only]
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         _coll, corpus, passes, meta, _qv, p = loaded

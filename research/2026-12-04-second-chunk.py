@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.score import score
@@ -64,10 +64,7 @@ def ndcg(prepared, lam: float, meta) -> tuple[float, dict[str, float]]:
 
 
 def study(argv: list[str]) -> None:
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    specs = [a for a in argv if not a.startswith("--") and a != only]
-    if only is None and any(not s.endswith("-train") for s in specs):
-        sys.exit("a test split runs with --only KEY, the choice made on train")
+    specs, only = train_or_choice(argv)
     grid = [g for g in GRID if only is None or key(g) == only]
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         _coll, _corpus, passes, meta, _qv, p = loaded

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
 from ragx.index.fts_tokens import shared
 from ragx.search.lexical import query_words
 
@@ -73,10 +73,7 @@ def weights(imp: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def study(argv: list[str]) -> None:
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    specs = [a for a in argv if not a.startswith("--") and a != only]
-    if only is None and any(not s.endswith("-train") for s in specs):
-        sys.exit("a test split runs with --only KEY, the choice made on train")
+    specs, only = train_or_choice(argv)
     grid = [a for a in GRID if only is None or key(a) == only]
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         _coll, corpus, passes, meta, _qv, p = loaded

@@ -53,6 +53,16 @@ def run_command(argv: list[str], results_file: Path, study: Callable[[list[str]]
         study(argv)
 
 
+def train_or_choice(argv: list[str]) -> tuple[list[str], str | None]:
+    """A study's specs and its `--only KEY`. The protocol in one place: a grid runs on train splits
+    only; a test split runs with `--only`, the key chosen on train (anything else exits with a line)."""
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    specs = [a for a in argv if not a.startswith("--") and a != only]
+    if only is None and any(not s.endswith("-train") for s in specs):
+        sys.exit("a test split runs with --only KEY, the choice made on train")
+    return specs, only
+
+
 def studied(specs: list[str], results_file: Path) -> Iterator[tuple[str, tuple, float, dict]]:
     """For each spec ("scifact-train"): the loaded pass (research/2026-12-01-prf-and-sentences.py's
     `load`), the shipped defaults' nDCG@10 over it, and the dict that keeps per-query values under a
