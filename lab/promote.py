@@ -17,6 +17,7 @@ import tomlkit
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.errors import UsageError
 from ragx.eval.report import git_commit
+from ragx.scoring.candidates import shared_bm25
 from ragx.scoring.params import Params
 
 from .configs import check_not_heldout, dataset_config, label, package_defaults, package_search_defaults, train_sets
@@ -140,6 +141,12 @@ def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
                                  "a test or held-out split: its winner is never promoted")
     best = study.best_trial
     old = current_defaults()
+    bm25 = study.user_attrs.get("bm25")
+    if bm25 and bm25 != shared_bm25([old]):
+        print(f"lab promote: refused: study {cfg.promote.study_name!r} scored BM25 with {bm25}, not the defaults' "
+              f"{shared_bm25([old])}; one `ragx eval` run scores BM25 one way, so a BM25 setting is promoted by hand "
+              "after comparing held-out runs of each (python -m lab.studies.bm25_params, research/2026-12-04-bm25-variants.py)")
+        return 1
     build_name, candidate = trial_params(best.params, old)
     if build_name != "base":
         print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "

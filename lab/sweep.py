@@ -17,6 +17,7 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ragx.eval.presets import EvalConfig
+from ragx.scoring.candidates import shared_bm25
 from ragx.search.candidates import PassCaps
 from ragx.search.params import Params
 
@@ -66,12 +67,18 @@ def pass_root(cfg) -> Path:
 
 
 def caps_of(cfg) -> PassCaps:
-    """The pass caps the config asks for, each a number of PassCaps' own type (a usage error otherwise)."""
+    """The pass caps the config asks for, each a number of PassCaps' own type, or one of the BM25
+    variants for bm25_variant (a usage error otherwise)."""
     from ragx.errors import UsageError
+    from ragx.index.bm25 import VARIANTS
 
     values = dict(cfg.caps)
     for f in dataclasses.fields(PassCaps):
         if f.name not in values:
+            continue
+        if f.type in (str, "str"):
+            if values[f.name] not in VARIANTS:
+                raise UsageError(f"caps.{f.name}={values[f.name]!r}: one of {', '.join(VARIANTS)}")
             continue
         value, whole = values[f.name], f.type in (int, "int")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not isinstance(value, int)) or value < 0:
@@ -214,7 +221,10 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     check_sweep_config(cfg)  # before any pass is built
     sets = load_training(cfg, load_passes)
     data = builds_of(sets)
-    defaults = package_defaults()  # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults)
+    # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults), with the BM25
+    # the passes were scored with (caps.bm25_*): what every trial's lexical scores are
+    bm25 = shared_bm25([caps_of(cfg)])
+    defaults = package_defaults().replace(**bm25)
     builds = list(next(iter(sets.values())))
     objective_name = cfg.sweep.objective
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
@@ -243,6 +253,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     # what the study was tuned on: promotion refuses a study whose training data is held out
     study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
     study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
+    study.set_user_attr("bm25", bm25)
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:

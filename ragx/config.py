@@ -184,6 +184,12 @@ def _engines() -> tuple[str, ...]:
     return tuple(available_engines())
 
 
+def _bm25_variants() -> tuple[str, ...]:
+    from .index.bm25 import VARIANTS  # a leaf module (numpy only)
+
+    return VARIANTS
+
+
 def _precisions() -> tuple[str, ...]:
     from .models.quantize import PRECISIONS  # the embedded engine's (imports no onnxruntime, no numpy)
 
@@ -231,6 +237,7 @@ CHOICES: dict[str, Choices] = {
     "embeddings.precision": Choices(_precisions),
     "embeddings.device": _DEVICE,
     "rerank.device": _DEVICE,
+    "search.bm25_variant": Choices(_bm25_variants),
 }
 
 

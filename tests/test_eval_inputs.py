@@ -70,14 +70,23 @@ def test_a_config_with_its_own_bm25_parameters_runs_at_the_budget_of_a_graph_wit
     assert {c["name"]: c["params"]["bm25_b"] for c in doc["configs"]} == {"x": 0.5, "g": 0.5, "d": 0.75}
 
 
+def test_a_bm25_variant_is_a_setting_of_a_config(tmp_path, capsys, cache):
+    data = collection(tmp_path, "one")
+    code, out, err = call(capsys, "eval", "beir", str(data), "--json", "-c", "b=bm25,bm25_variant=bm25+,budget=own", "-c", "d=dense,budget=own")
+    assert code == 0, err
+    assert {c["name"]: c["params"]["bm25_variant"] for c in json.loads(out)["datasets"][0]["configs"]} == {"b": "bm25+", "d": "fts5"}
+
+
 def test_configs_that_need_different_bm25_parameters_are_refused_before_any_work(tmp_path, capsys, cache):
     data = collection(tmp_path, "one")
     err = refused(capsys, cache, "beir", str(data), "-c", "x=hybrid,bm25_b=0.5", "-c", "hybrid")
-    assert "configs of one run must share bm25_k1/bm25_b" in err and "run `ragx eval` once per setting" in err
-    assert "b=0.5: x" in err and "b=0.75: hybrid" in err
+    assert "configs of one run must share bm25_k1/bm25_b/bm25_variant" in err and "run `ragx eval` once per setting" in err
+    assert "b=0.5, fts5: x" in err and "b=0.75, fts5: hybrid" in err
     # a dense leg at graph's budget needs the graph's BM25: its budget source scores it
     err = refused(capsys, cache, "beir", str(data), "-c", "x=hybrid,bm25_k1=2", "-c", "dense")
-    assert "k1=2, b=0.75: x" in err and "k1=1.2, b=0.75: dense" in err
+    assert "k1=2, b=0.75, fts5: x" in err and "k1=1.2, b=0.75, fts5: dense" in err
+    err = refused(capsys, cache, "beir", str(data), "-c", "x=hybrid,bm25_variant=lucene", "-c", "hybrid")
+    assert "b=0.75, lucene: x" in err and "b=0.75, fts5: hybrid" in err
 
 
 # 2. overrides are checked as `ragx config set` checks the setting ----------------------------------
@@ -95,6 +104,7 @@ def test_configs_that_need_different_bm25_parameters_are_refused_before_any_work
     ("x=hybrid,rrf_k=inf", "search.rrf_k = inf is out of range"),
     ("x=hybrid,hops=1.5", "search.hops must be int"),
     ("x=hybrid,hops=many", "hops needs a number, got 'many'"),
+    ("x=hybrid,bm25_variant=okapi", "search.bm25_variant = 'okapi' is not allowed: it must be one of 'fts5', 'lucene'"),
     ("bm25-ref,k1=-1", "k1 = -1 is out of range: it must be > 0"),
     ("x=bm25-ref,k1=0", "k1 = 0 is out of range: it must be > 0"),
     ("x=bm25-ref,b=1.5", "b = 1.5 is out of range: it must be >= 0 and <= 1"),

@@ -131,6 +131,7 @@ def test_two_folders_of_one_name_are_two_datasets(tmp_path):
     (["sweep", "sweep=nosuch"], "Could not find 'sweep/nosuch'"),
     (["sweep", "trials=abc"], "trials='abc': a whole number from 1 up"),
     (["cache", "caps.dense_n=abc"], "caps.dense_n='abc'"),
+    (["cache", "caps.bm25_variant=okapi"], "caps.bm25_variant='okapi': one of fts5, lucene"),
     (["promote", "promote.heldout=[]"], "promote.heldout must name at least one"),
     (["promote", "optuna.study_name=never-swept"], "no study named 'never-swept'"),
     # tuning on held-out data: a split named test, a split promote.heldout lists, any entry of train_sets
@@ -215,6 +216,24 @@ def test_a_sweep_records_its_training_data_and_its_defaults_ignore_the_rc_search
     assert {k: getattr(out["defaults"], k) for k in shipped} == shipped
     assert out["study"].user_attrs["train_sets"] == ["notes"] and out["study"].user_attrs["train_splits"] == ["train"]
     assert isolated_rc.read_text(encoding="utf-8") == "[search]\nlink_weight = 0.2\n"  # left as it was
+
+
+def test_a_sweep_scores_the_bm25_of_its_passes_and_promote_leaves_that_to_a_person(tmp_path, fake_model, isolated_rc, monkeypatch, capsys):
+    """caps.bm25_* set the BM25 every trial's passes scored with: the trials' params carry it, the study
+    records it, and promote refuses to write a winner measured with another BM25 than the defaults'."""
+    from lab.__main__ import compose, main
+    from lab.sweep import run
+
+    monkeypatch.setenv("RAGX_CACHE_DIR", str(tmp_path / "ragx-cache"))
+    data = _topic_set(tmp_path / "notes", 8)
+    overrides = ["sweep=weights", "caps.bm25_variant=lucene", "caps.bm25_b=0.5", *_overrides(tmp_path, data, "notes")]
+    out = run(compose(overrides), n_trials=2)
+    assert (out["defaults"].bm25_variant, out["defaults"].bm25_b) == ("lucene", 0.5)
+    assert out["study"].user_attrs["bm25"] == {"bm25_k1": 1.2, "bm25_b": 0.5, "bm25_variant": "lucene"}
+    before = DEFAULTS_PATH.read_bytes()
+    capsys.readouterr()
+    assert main(["promote", *overrides, "promote.heldout=[{dataset:notes,split:test}]"]) == 1
+    assert "refused: study" in capsys.readouterr().out and DEFAULTS_PATH.read_bytes() == before
 
 
 def test_a_resumed_study_draws_new_parameter_sets(tmp_path, fake_model, isolated_rc, monkeypatch):

@@ -176,6 +176,15 @@ def test_the_bm25_share_keeps_a_question_its_words_answer_and_drops_one_about_wo
     assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0, min_lexical_evidence=0.01))["results"]
 
 
+def test_the_bm25_variant_setting_reaches_the_query(vault):
+    settings = load_settings(vault).search
+    c = Corpus(vault)
+    evidence = {v: c.query("pruning roses", params=settings.replace(bm25_variant=v))["evidence"] for v in ("fts5", "bm25+", "lucene")}
+    # bm25+ adds delta * idf for each word a chunk holds; Lucene's idf is larger than FTS5's for every word
+    assert evidence["bm25+"]["lexical"] > evidence["fts5"]["lexical"]
+    assert evidence["lucene"]["lexical"] > evidence["fts5"]["lexical"]
+
+
 def test_no_evidence_check_shows_the_closest_and_still_reports_the_verdict(vault, capsys):
     strict = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=0.01)
     c = Corpus(vault)

@@ -10,11 +10,12 @@ scores what `ragx query` would with those numbers (on the pass `pass_plan` gives
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import UsageError
-from ..index.lexicon import B, K1
+from ..scoring.candidates import bm25_of, shared_bm25
 from ..search.candidates import Candidates, PassCaps
 from ..search.params import Params
 from .presets import BUDGET_SOURCE, EvalConfig
@@ -55,23 +56,22 @@ def scores_bm25(p: Params) -> bool:
     return p.lexical_n > 0 or p.lexical_weight > 0
 
 
-def bm25_of_pass(configs: list[EvalConfig]) -> dict[str, float]:
-    """The one (k1, b) with which a pass serves `configs`: every Params of theirs that scores BM25
-    (each configuration's own and its budget source's) must agree, since a pass scores BM25 once.
+def bm25_of_pass(configs: list[EvalConfig]) -> dict[str, Any]:
+    """The one (k1, b, variant) with which a pass serves `configs`: every Params of theirs that scores
+    BM25 (each configuration's own and its budget source's) must agree, since a pass scores BM25 once.
     A UsageError naming the configurations of each setting otherwise."""
-    found: dict[tuple[float, float], list[str]] = {}
+    found: dict[tuple[float, float, str], list[str]] = {}
     for cfg in configs:
         for p in (cfg.params, source_params(cfg)):
             if p is not None and scores_bm25(p):
-                names = found.setdefault((p.bm25_k1, p.bm25_b), [])
+                names = found.setdefault(bm25_of(p), [])
                 if cfg.name not in names:
                     names.append(cfg.name)
     if len(found) > 1:
-        settings = "; ".join(f"k1={k1:g}, b={b:g}: {', '.join(names)}" for (k1, b), names in found.items())
-        raise UsageError("configs of one run must share bm25_k1/bm25_b: one retrieval pass scores BM25 once; "
+        settings = "; ".join(f"k1={k1:g}, b={b:g}, {variant}: {', '.join(names)}" for (k1, b, variant), names in found.items())
+        raise UsageError("configs of one run must share bm25_k1/bm25_b/bm25_variant: one retrieval pass scores BM25 once; "
                          f"run `ragx eval` once per setting ({settings})")
-    k1, b = next(iter(found)) if found else (K1, B)
-    return {"bm25_k1": k1, "bm25_b": b}
+    return shared_bm25([]) if not found else dict(zip(("bm25_k1", "bm25_b", "bm25_variant"), next(iter(found))))
 
 
 def check_passes(configs: list[EvalConfig]) -> None:
@@ -95,7 +95,7 @@ def _needs(cfg: EvalConfig) -> list[Params]:
     return [p] if source is None else [p, source]
 
 
-def _caps(needs: list[Params], bm25: dict[str, float]) -> PassCaps:
+def _caps(needs: list[Params], bm25: dict[str, Any]) -> PassCaps:
     return PassCaps(
         dense_n=max(p.dense_n for p in needs),
         lexical_n=max(p.lexical_n for p in needs),

@@ -23,8 +23,9 @@ import tomllib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..config import LIMITS, Limit, coerce
+from ..config import LIMITS, Limit, coerce, field_type
 from ..errors import ConfigError, UsageError
+from ..scoring.candidates import shared_bm25
 from ..search.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
@@ -125,7 +126,7 @@ def parse_config(spec: str, defaults: Params) -> EvalConfig:
     if preset not in PRESETS:
         raise UsageError(f"--config {spec!r}: unknown preset {preset!r} (presets: {', '.join([*PRESETS, REFERENCE_BM25])})")
     budget: int | str | None = DEFAULT_BUDGET.get(preset)
-    changes: dict[str, int | float] = {}
+    changes: dict[str, int | float | str] = {}
     fields = [f.name for f in dataclasses.fields(Params)]
     for key, value in _pairs(spec, overrides, [*fields, "budget"]):
         if key == "budget":
@@ -134,7 +135,7 @@ def parse_config(spec: str, defaults: Params) -> EvalConfig:
             changes[key] = _setting(spec, key, value)
     params = PRESETS[preset](defaults).replace(**changes)
     # The budget source scores BM25 as the configuration itself does: one pass serves both.
-    source = (PRESETS[BUDGET_SOURCE](defaults).replace(bm25_k1=params.bm25_k1, bm25_b=params.bm25_b)
+    source = (PRESETS[BUDGET_SOURCE](defaults).replace(**shared_bm25([params]))
               if budget == BUDGET_SOURCE else None)
     return EvalConfig(name, preset, params, expand=(preset == "full"), budget=budget, source=source)
 
@@ -171,12 +172,16 @@ def _toml_number(spec: str, key: str, text: str) -> object:
     return doc["v"]
 
 
-def _setting(spec: str, key: str, text: str) -> int | float:
-    """A Params override, checked exactly as `ragx config set search.KEY` checks it (type, then range)."""
+def _setting(spec: str, key: str, text: str) -> int | float | str:
+    """A Params override, checked exactly as `ragx config set search.KEY` checks it (type, then range or
+    choices); a text setting (bm25_variant) is the bare text."""
     try:
-        value = coerce("search", key, _toml_number(spec, key, text), f"--config {spec!r}")
+        textual = field_type("search", key) is str
+        value = coerce("search", key, text if textual else _toml_number(spec, key, text), f"--config {spec!r}")
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if textual:
+        return value
     if not math.isfinite(value):  # every [search] number has finite limits; this holds should one lose them
         raise UsageError(f"--config {spec!r}: {key} must be a finite number, got {text!r}")
     return value

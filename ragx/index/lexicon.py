@@ -4,7 +4,8 @@ Why not FTS5's `bm25()` alone: it spends ~2 us on every matching row, so a 4-wor
 a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (notes/lexical-at-scale.md).
 Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (a
 generation written before the postings is searched through it); the terms are FTS5's own
-(fts_tokens.py) and the score is FTS5's formula, so both paths rank alike, and k1 and b become settings.
+(fts_tokens.py) and the score is FTS5's formula, so both paths rank alike, and k1, b and the variant
+(bm25.py) become settings.
 
 A generation holds a base part (lexicon.npz) and a delta part (lexicon-delta.npz) of the chunks added
 since the base was written, like the vectors and the graph: an incremental run merges the previous
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from ..lookup import find_sorted, unique_ids
+from . import bm25
+from .bm25 import DEFAULT_VARIANT, check_variant
 from .fts_tokens import BREAK, shared
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -244,43 +247,36 @@ class Lexicon:
         stored = np.concatenate([np.asarray(self.base.ids), np.asarray(self.delta.ids)])  # delta ids follow the base's
         return bool(find_sorted(stored, self.live)[1].all())
 
-    def matches(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
+    def matches(self, terms: list[str], k1: float = K1, b: float = B, variant: str = DEFAULT_VARIANT) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, BM25 scores, higher is better) of every live chunk holding one of `terms`, in id
         order (the delta's chunks are newer than the base's). A term listed twice counts twice, as a
         phrase repeated in an FTS5 query does."""
-        ids, scores, _ = self.scored(terms, k1, b)
+        ids, scores, _ = self.scored(terms, k1, b, variant)
         return ids, scores
 
-    def scored(self, terms: list[str], k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray, float]:
+    def scored(self, terms: list[str], k1: float = K1, b: float = B, variant: str = DEFAULT_VARIANT) -> tuple[np.ndarray, np.ndarray, float]:
         """`matches`, and the ceiling from the same postings lookups: the most BM25 could give one chunk
-        on `terms`, each term's idf times (k1 + 1), its limit as the term's count in a chunk grows. A
+        on `terms`, the sum of each term's limit as its count in a chunk grows (bm25.term_ceiling). A
         term no live chunk holds counts at df = 0 (the most it would be worth), so a query whose words
-        the corpus lacks has a high ceiling it cannot reach."""
+        the corpus lacks has a high ceiling it cannot reach. `variant`: one of bm25.VARIANTS."""
+        check_variant(variant)
         parts = (self.base, self.delta)
         found = []  # per term, per part: (positions in the part, the term's score there)
-        idf_sum = 0.0
+        ceiling = 0.0
         for term in terms:
             runs = [self._live_postings(part, alive, term) for part, alive in zip(parts, self._alive)]
             df = sum(len(doc) for doc, _ in runs)
-            idf = self._idf(df)
-            idf_sum += idf
+            term_idf = bm25.idf(variant, len(self.live), df)
+            ceiling += bm25.term_ceiling(variant, term_idf, k1)
             if df:
-                found.append([(doc, self._term_scores(idf, tf, part.length[doc], k1, b)) for (doc, tf), part in zip(runs, parts)])
+                found.append([(doc, bm25.term_scores(variant, term_idf, tf, part.length[doc], self.avgdl, k1, b))
+                              for (doc, tf), part in zip(runs, parts)])
         ids, scores = [], []
         for i, part in enumerate(parts):
             ids_i, scores_i = _summed([term[i] for term in found], len(part.ids))
             ids.append(part.ids[ids_i])
             scores.append(scores_i)
-        return np.concatenate(ids), np.concatenate(scores), idf_sum * (k1 + 1.0)
-
-    def _idf(self, df: int) -> float:
-        idf = float(np.log((len(self.live) - df + 0.5) / (df + 0.5)))
-        return idf if idf > 0.0 else 1e-6  # FTS5's floor for a term in more than half the chunks
-
-    def _term_scores(self, idf: float, tf: np.ndarray, length: np.ndarray, k1: float, b: float) -> np.ndarray:
-        tf, length = tf.astype(np.float64), length.astype(np.float64)
-        # FTS5's expression in its order of operations: the same doubles, the same ranking
-        return idf * ((tf * (k1 + 1.0)) / (tf + k1 * (1 - b + b * length / self.avgdl)))
+        return np.concatenate(ids), np.concatenate(scores), ceiling
 
     @staticmethod
     def _live_postings(part: LexiconPart, alive: np.ndarray | None, term: str) -> tuple[np.ndarray, np.ndarray]:

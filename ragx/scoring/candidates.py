@@ -8,10 +8,11 @@ induced on those nodes, with neighbour positions local to `nodes`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
+from ..index.bm25 import DEFAULT_VARIANT
 from ..index.lexicon import B, K1
 
 
@@ -25,6 +26,7 @@ class PassCaps:
     query_floor: float
     bm25_k1: float = K1  # BM25's parameters: the lexical scores of a pass are made with them
     bm25_b: float = B
+    bm25_variant: str = DEFAULT_VARIANT
 
     def covers(self, other: "PassCaps") -> bool:
         """Whether a pass under these caps holds everything a pass under `other` would (so scoring
@@ -34,7 +36,7 @@ class PassCaps:
             and self.lexical_n >= other.lexical_n
             and self.hops >= other.hops
             and self.query_floor <= other.query_floor
-            and (self.bm25_k1, self.bm25_b) == (other.bm25_k1, other.bm25_b)
+            and bm25_of(self) == bm25_of(other)
         )
 
     @classmethod
@@ -49,13 +51,18 @@ class PassCaps:
         )
 
 
-def shared_bm25(items) -> dict[str, float]:
-    """The one (k1, b) that params or caps share: a pass scores BM25 one way (ValueError otherwise)."""
-    found = {(x.bm25_k1, x.bm25_b) for x in items}
+def bm25_of(x) -> tuple[float, float, str]:
+    """How params or caps score BM25: (k1, b, variant)."""
+    return x.bm25_k1, x.bm25_b, x.bm25_variant
+
+
+def shared_bm25(items) -> dict[str, Any]:
+    """The one (k1, b, variant) that params or caps share: a pass scores BM25 one way (ValueError otherwise)."""
+    found = {bm25_of(x) for x in items}
     if len(found) > 1:
-        raise ValueError(f"one retrieval pass cannot score BM25 with different parameters: (k1, b) in {sorted(found)}")
-    k1, b = found.pop() if found else (K1, B)
-    return {"bm25_k1": k1, "bm25_b": b}
+        raise ValueError(f"one retrieval pass cannot score BM25 with different parameters: (k1, b, variant) in {sorted(found)}")
+    k1, b, variant = found.pop() if found else (K1, B, DEFAULT_VARIANT)
+    return {"bm25_k1": k1, "bm25_b": b, "bm25_variant": variant}
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 A query's words (letters and digits, lower-cased, function words dropped unless nothing else is left)
 are OR-ed. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
-formula; an older one asks the FTS5 table (same ranking, k1 = 1.2 and b = 0.75 fixed there).
+formula (or another BM25 variant: index/bm25.py); an older one asks the FTS5 table (same ranking,
+k1 = 1.2, b = 0.75 and FTS5's variant fixed there).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
+from ..index.bm25 import DEFAULT_VARIANT
 from ..index.lexicon import B, K1
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,23 +47,26 @@ def fts5_any(words: list[str]) -> str:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
+def bm25_matches(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B,
+                 variant: str = DEFAULT_VARIANT) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk with its BM25 score (higher is better), best first (ties: smaller id)."""
-    ids, scores, _ = bm25_leg(snap, store, text, k1, b)
+    ids, scores, _ = bm25_leg(snap, store, text, k1, b, variant)
     return ids, scores
 
 
-def bm25_leg(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray, float]:
+def bm25_leg(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: float = B,
+             variant: str = DEFAULT_VARIANT) -> tuple[np.ndarray, np.ndarray, float]:
     """`bm25_matches`, and the query's ceiling: the most BM25 could give one chunk on its words
     (index/lexicon.py `scored`); 0 for a generation without postings, whose FTS5 table does not tell
     its document frequencies."""
     words = query_words(text)
     if not words:
         return np.empty(0, np.int64), np.empty(0), 0.0
-    if snap.lexicon is None and (k1, b) != (K1, B):
-        raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b} need BM25 postings, which this index predates: run `ragx index`")
+    if snap.lexicon is None and (k1, b, variant) != (K1, B, DEFAULT_VARIANT):
+        raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b}, bm25_variant = {variant!r} need BM25 postings, "
+                                    "which this index predates: run `ragx index`")
     if snap.lexicon is not None:
-        ids, scores, ceiling = snap.lexicon.scored(shared().of_words(words), k1, b)
+        ids, scores, ceiling = snap.lexicon.scored(shared().of_words(words), k1, b, variant)
     else:
         ids, fts5_scores = store.bm25(fts5_any(words))
         scores, ceiling = -fts5_scores, 0.0  # FTS5's bm25() is lower-is-better

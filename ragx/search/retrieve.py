@@ -90,7 +90,7 @@ def retrieval_pass(
     """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'.
     `allowed`: sorted snapshot rows a filter (--tag, --path) keeps; None = every row."""
     dense_ids = _dense_seeds(snap, query_vecs, caps.dense_n, allowed)
-    lex_all_ids, lex_all_scores, lexical_ceiling = bm25_leg(snap, store, query, caps.bm25_k1, caps.bm25_b)
+    lex_all_ids, lex_all_scores, lexical_ceiling = bm25_leg(snap, store, query, caps.bm25_k1, caps.bm25_b, caps.bm25_variant)
     if allowed is not None:
         keep = np.isin(lex_all_ids, snap.ids[allowed])
         lex_all_ids, lex_all_scores = lex_all_ids[keep], lex_all_scores[keep]
