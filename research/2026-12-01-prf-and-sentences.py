@@ -51,13 +51,13 @@ def load(spec: str):
     return coll, corpus, passes, meta, qv, load_settings(corpus.root).search
 
 
-def cached_passes(corpus, queries, folder: Path):
-    """The defaults' passes (CAPS) of `queries` over `corpus`, cached in `folder`. A pass names chunks and
+def cached_passes(corpus, queries, folder: Path, caps: PassCaps = CAPS):
+    """The defaults' passes (`caps`) of `queries` over `corpus`, cached in `folder`. A pass names chunks and
     files by id, so a cache of an index since rebuilt names other chunks: it is run again. (Only the
     index is compared, not ragx's code hash: these studies re-score the signals themselves.)"""
     stale = (folder / "meta.json").exists() and json.loads((folder / "meta.json").read_text())["index"] != index_fingerprint(corpus)
     if stale or not (folder / "passes.parquet").exists():
-        build_cache(corpus, queries, CAPS, folder)
+        build_cache(corpus, queries, caps, folder)
     return load_cache(folder)
 
 

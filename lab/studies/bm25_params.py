@@ -1,8 +1,9 @@
-"""Issue 13 item 4 (the sweep): BM25's k1 and b, settings of ragx's own postings since they replaced
-FTS5's bm25() (which fixes k1 = 1.2, b = 0.75), swept per collection with the studies' protocol.
+"""Issue 13 item 4 (the sweep): BM25's k1, b and variant, settings of ragx's own postings since they
+replaced FTS5's bm25() (which fixes k1 = 1.2, b = 0.75 and its formula), swept per collection with the
+studies' protocol. The variants are ragx/index/bm25.py's (FTS5's, Lucene's, ATIRE's, BM25L, BM25+).
 
 Each configuration is the BM25 leg alone at file level (a file scores its best chunk, as the `bm25`
-preset ranks), over the collection's index as `ragx eval beir` builds it. (k1, b) is chosen on the
+preset ranks), over the collection's index as `ragx eval beir` builds it. (variant, k1, b) is chosen on the
 train split, or under 5-fold cross-validation over the queries of a collection without one; the
 held-out values are compared, paired, with FTS5's constants and with the reference BM25 (bm25s,
 Lucene, k1 = 0.9, b = 0.4, on whole files: `bm25-ref` of `ragx eval`).
@@ -20,6 +21,7 @@ import numpy as np
 
 from ragx.api import Corpus
 from ragx.eval.queries import LabelledQuery
+from ragx.index.bm25 import DEFAULT_VARIANT, VARIANTS
 from ragx.search.lexical import bm25_matches
 
 from . import data
@@ -31,17 +33,17 @@ from .stats import holm, paired
 OUT = Path(__file__).resolve().parents[2] / "reports" / "research"
 K1S = (0.5, 0.9, 1.2, 1.5, 2.0)
 BS = (0.3, 0.5, 0.75, 0.9, 1.0)
-DEFAULT = (1.2, 0.75)
+DEFAULT = (DEFAULT_VARIANT, 1.2, 0.75)
 
 
-def _files_run(corpus: Corpus, queries: list[LabelledQuery], k1: float, b: float) -> dict[str, dict[str, float]]:
+def _files_run(corpus: Corpus, queries: list[LabelledQuery], variant: str, k1: float, b: float) -> dict[str, dict[str, float]]:
     """qid -> {path: score} of the DEPTH best files, a file scoring its best chunk."""
     searcher = corpus.searcher
     run = {}
     with searcher.reading() as snap:
         paths = {row.id: path for path, row in searcher.store.files().items()}
         for q in queries:
-            ids, scores = bm25_matches(snap, searcher.store, q.text, k1, b)
+            ids, scores = bm25_matches(snap, searcher.store, q.text, k1, b, variant)
             files = snap.file_ids[snap.positions(ids)]
             _, first = np.unique(files, return_index=True)  # best first: a file's first hit is its best chunk
             first = np.sort(first)[:DEPTH]
@@ -49,10 +51,10 @@ def _files_run(corpus: Corpus, queries: list[LabelledQuery], k1: float, b: float
     return run
 
 
-def _grid(corpus: Corpus, queries: list[LabelledQuery]) -> dict[tuple[float, float], dict[str, np.ndarray]]:
+def _grid(corpus: Corpus, queries: list[LabelledQuery]) -> dict[tuple[str, float, float], dict[str, np.ndarray]]:
     qrels = {q.id: q.files for q in queries}
     qids = [q.id for q in queries]
-    return {(k1, b): per_query(qrels, _files_run(corpus, queries, k1, b), qids) for k1 in K1S for b in BS}
+    return {(v, k1, b): per_query(qrels, _files_run(corpus, queries, v, k1, b), qids) for v in VARIANTS for k1 in K1S for b in BS}
 
 
 def _reference(corpus: Corpus, queries: list[LabelledQuery]) -> dict[str, np.ndarray]:
@@ -83,17 +85,17 @@ def study(collection: str) -> dict:
         "heldout": {m: float(v.mean()) for m, v in held.items()},
         "fts5_constants": {m: float(v.mean()) for m, v in test[DEFAULT].items()},
         "bm25_ref": {m: float(v.mean()) for m, v in ref.items()},
-        "grid_test_ndcg10": {f"{k1}/{b}": float(v["nDCG@10"].mean()) for (k1, b), v in test.items()},
+        "grid_test_ndcg10": {f"{variant} {k1}/{b}": float(v["nDCG@10"].mean()) for (variant, k1, b), v in test.items()},
         "vs_fts5_constants": vars(comparisons[0]), "vs_bm25_ref": vars(comparisons[1]), "fts5_constants_vs_bm25_ref": vars(comparisons[2]),
     }
 
 
 def _markdown(results: dict) -> str:
-    lines = ["# BM25 k1 and b, chosen on train (or 5-fold CV), held-out nDCG@10", "",
-             "| collection | queries | chosen (k1/b) | train | held-out | FTS5's 1.2/0.75 | bm25-ref | vs 1.2/0.75 (p Holm) | vs bm25-ref (p Holm) |",
+    lines = ["# BM25 variant, k1 and b, chosen on train (or 5-fold CV), held-out nDCG@10", "",
+             "| collection | queries | chosen (variant k1/b) | train | held-out | FTS5's 1.2/0.75 | bm25-ref | vs FTS5's (p Holm) | vs bm25-ref (p Holm) |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for coll, r in results.items():
-        chosen = ", ".join(f"{k1}/{b}" for k1, b in r["chosen"])
+        chosen = ", ".join(f"{variant} {k1}/{b}" for variant, k1, b in r["chosen"])
         a, c = r["vs_fts5_constants"], r["vs_bm25_ref"]
         lines.append(f"| {coll} | {r['queries']} | {chosen} | {r['train_ndcg10_of_chosen']:.4f} | {r['heldout']['nDCG@10']:.4f} | "
                      f"{r['fts5_constants']['nDCG@10']:.4f} | {r['bm25_ref']['nDCG@10']:.4f} | {a['delta']:+.4f} ({a['p_holm']:.3f}) | "
