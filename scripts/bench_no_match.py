@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragx.api import Corpus  # noqa: E402
 from ragx.eval.beir import cache_dir_for, materialise, splits_of  # noqa: E402
-from ragx.scoring.candidates import PassCaps  # noqa: E402
+from ragx.index.bm25 import VARIANTS  # noqa: E402
 from ragx.search.evidence import decide, signals  # noqa: E402
 from ragx.search.retrieve import retrieval_pass  # noqa: E402
 
@@ -61,15 +62,15 @@ def _queries(data_dir: Path, split: str) -> list[str]:
 _VECTORS: dict[str, np.ndarray] = {}  # query -> vector: one embedding per query, reused on every corpus
 
 
-def pass_rows(corpus_dir: Path, query_sets: dict[str, list[str]], row: Callable) -> dict[str, np.ndarray]:
+def pass_rows(corpus_dir: Path, query_sets: dict[str, list[str]], row: Callable, bm25_variant: str | None = None) -> dict[str, np.ndarray]:
     """Per query set, an (n, k) array: `row(pass, corpus, query, vector)` for each query, from the same
     retrieval pass `ragx query` makes under the default caps against one corpus (inside the read
-    snapshot, so `row` may read the corpus's store too)."""
+    snapshot, so `row` may read the corpus's store too); `bm25_variant` replaces the settings' formula."""
     corpus = Corpus.open(corpus_dir)
     corpus.index()  # a no-op when `ragx eval beir` indexed it already
     s, p = corpus.searcher, corpus.settings.search
     s.refresh()
-    caps = PassCaps(p.dense_n, p.lexical_n, p.hops, p.query_floor)
+    caps = p.caps() if bm25_variant is None else replace(p.caps(), bm25_variant=bm25_variant)
     out = {}
     for name, queries in query_sets.items():
         rows = []
@@ -85,7 +86,7 @@ def pass_rows(corpus_dir: Path, query_sets: dict[str, list[str]], row: Callable)
 
 
 def collect(query_names: list[str], corpus_names: list[str], split: str, data: Path,
-            row: Callable = lambda c, corpus, q, vector: signals(c)) -> dict[tuple[str, str], np.ndarray]:
+            row: Callable = lambda c, corpus, q, vector: signals(c), bm25_variant: str | None = None) -> dict[tuple[str, str], np.ndarray]:
     """(queries collection, corpus collection) -> `pass_rows` array (default: the rule's (dense,
     lexical) evidence)."""
     query_sets = {n: _queries(data / n, split) for n in query_names}
@@ -93,7 +94,7 @@ def collect(query_names: list[str], corpus_names: list[str], split: str, data: P
     for corpus_name in corpus_names:
         d = data / corpus_name
         corpus_dir = materialise(d, cache_dir_for(d), []).corpus_dir
-        for q_name, arr in pass_rows(corpus_dir, query_sets, row).items():
+        for q_name, arr in pass_rows(corpus_dir, query_sets, row, bm25_variant).items():
             table[(q_name, corpus_name)] = arr
     return table
 
@@ -192,12 +193,13 @@ def main() -> None:
     ap.add_argument("--min-share", type=float, default=None)
     ap.add_argument("--lost", action="store_true", help="also rank each emptied real query with the check off")
     ap.add_argument("--data", type=Path, default=DATA, help="the folder holding the collections (default ../shared/data)")
+    ap.add_argument("--bm25-variant", choices=VARIANTS, default=None, help="score BM25 with this formula (default: the settings')")
     args = ap.parse_args()
     corpora = args.collections
     queries = [n for n in corpora if args.split in splits_of(args.data / n)] if args.split == "train" else corpora
     if args.calibrate and args.split != "train":
         sys.exit("--calibrate works on --split train only (never tune on test)")
-    table = collect(queries, corpora, args.split, args.data.resolve())
+    table = collect(queries, corpora, args.split, args.data.resolve(), bm25_variant=args.bm25_variant)
     if args.calibrate:
         t = calibrate(table, args.max_loss)
         print(f"calibrated on train: min_dense_evidence = {t[0]}, min_lexical_evidence = {t[1]}, min_lexical_share = {t[2]}")

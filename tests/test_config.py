@@ -105,6 +105,17 @@ def test_config_set_refuses_a_value_every_command_would_then_refuse(tmp_path, ca
     assert code == 1, err  # not indexed, but the settings load
 
 
+def test_choosing_another_bm25_formula_warns_that_the_evidence_thresholds_were_calibrated_under_fts5(tmp_path, capsys):
+    code, _, err = call(capsys, "config", "set", "search.bm25_variant", "bm25+", "--root", str(tmp_path))
+    assert code == 0 and "ragx: warning:" in err and "calibrated with bm25_variant = 'fts5'" in err
+    assert "--bm25-variant bm25+" in err and 'bm25_variant = "bm25+"' in (tmp_path / "ragx.toml").read_text()
+    code, _, err = call(capsys, "config", "set", "search.bm25_variant", "fts5", "--root", str(tmp_path))
+    assert code == 0 and "warning" not in err
+    code, _, err = call(capsys, "config", "set", "search.bm25_variant", "okapi", "--root", str(tmp_path))
+    assert code == 2 and _one_error_line(err) and "'okapi' is not allowed" in err
+    assert 'bm25_variant = "fts5"' in (tmp_path / "ragx.toml").read_text()
+
+
 def test_config_set_checks_the_order_across_the_layers_and_leaves_the_file_as_it_was(tmp_path, isolated_rc, capsys):
     project = tmp_path / "ragx.toml"
     project.write_text("# ours\n[chunking]\ntarget_tokens = 300\n")

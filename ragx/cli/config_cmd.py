@@ -108,6 +108,12 @@ def config_set(
     source = after.sources.get(key)
     if source != str(target):
         warn(f"{source} sets {key} = {_shown(get_value(after, key))}, which overrides it here")
+    if key == "search.bm25_variant":
+        from ..search.evidence import calibration_note
+
+        note = calibration_note(after.search.bm25_variant)
+        if note:
+            warn(note)
 
 
 def _shown(value: Any) -> str:
