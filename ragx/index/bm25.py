@@ -1,10 +1,11 @@
 """BM25's variants: a term's idf, its score in each chunk holding it, and the most it can score.
 
-The variants are those Kamphuis, de Vries, Boytsov and Lin (ECIR 2020) compared. Every one keeps
-FTS5's scale, idf times (k1 + 1) at most per term, so the "nothing relevant" thresholds keep their
-meaning across variants (they were calibrated on "fts5"; recalibrate with scripts/bench_no_match.py
-before trusting them under another). With N live chunks, df chunks holding the term, tf its count in a
-chunk of L terms, avgdl the mean L, and K = k1 * (1 - b + b * L / avgdl):
+The variants are those Kamphuis, de Vries, Boytsov and Lin (ECIR 2020) compared, each with FTS5's
+(k1 + 1) factor kept (bm25s leaves it out of Robertson's and Lucene's; rankings are the same). The
+"nothing relevant" thresholds were calibrated under "fts5" and do not carry to every other formula
+(under bm25+ far more off-topic queries pass: research/2026-12-04-bm25-variants.md); recalibrate
+with scripts/bench_no_match.py --bm25-variant. With N live chunks, df chunks holding the term, tf its
+count in a chunk of L terms, avgdl the mean L, and K = k1 * (1 - b + b * L / avgdl):
 
     fts5    SQLite FTS5's bm25(), the default: log((N - df + 0.5) / (df + 0.5)), floored at 1e-6
             (a term in more than half the chunks) * tf (k1 + 1) / (tf + K)
@@ -23,35 +24,34 @@ the ceiling at df = 0, or 0.5 where the formula divides by df.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
-VARIANTS = ("fts5", "lucene", "atire", "bm25l", "bm25+")
-DEFAULT_VARIANT = "fts5"
 DELTA = {"bm25l": 0.5, "bm25+": 1.0}
-_FTS5_FLOOR = 1e-6
+_FTS5_FLOOR = 1e-6  # FTS5's idf for a term in more than half the chunks
+
+# Each variant's idf of a term held by df of n chunks; the table names the variants.
+_IDF: dict[str, Callable[[int, int], float]] = {
+    "fts5": lambda n, df: max(math.log((n - df + 0.5) / (df + 0.5)), 0.0) or _FTS5_FLOOR,
+    "lucene": lambda n, df: math.log(1.0 + (n - df + 0.5) / (df + 0.5)),
+    "atire": lambda n, df: math.log(n / max(df, 0.5)),
+    "bm25l": lambda n, df: math.log((n + 1) / (df + 0.5)),
+    "bm25+": lambda n, df: math.log((n + 1) / max(df, 0.5)),
+}
+VARIANTS = tuple(_IDF)
+DEFAULT_VARIANT = "fts5"
 
 
 def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
+    if variant not in _IDF:
         raise ValueError(f"BM25 variant {variant!r} is not one of {', '.join(VARIANTS)}")
     return variant
 
 
 def idf(variant: str, n: int, df: int) -> float:
     """The term's inverse document frequency under `variant`."""
-    if variant == "fts5":
-        value = math.log((n - df + 0.5) / (df + 0.5))
-        return value if value > 0.0 else _FTS5_FLOOR
-    if variant == "lucene":
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    if variant == "atire":
-        return math.log(n / max(df, 0.5))
-    if variant == "bm25l":
-        return math.log((n + 1) / (df + 0.5))
-    if variant == "bm25+":
-        return math.log((n + 1) / max(df, 0.5))
-    raise ValueError(check_variant(variant))  # pragma: no cover - check_variant raises
+    return _IDF[check_variant(variant)](n, df)
 
 
 def term_scores(variant: str, term_idf: float, tf: np.ndarray, length: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
