@@ -67,18 +67,19 @@ def pass_root(cfg) -> Path:
 
 
 def caps_of(cfg) -> PassCaps:
-    """The pass caps the config asks for, each a number of PassCaps' own type, or one of the BM25
-    variants for bm25_variant (a usage error otherwise)."""
+    """The pass caps the config asks for, each a number of PassCaps' own type, or for a text cap one
+    of the values its search setting allows (config.CHOICES; a usage error otherwise)."""
+    from ragx.config import CHOICES
     from ragx.errors import UsageError
-    from ragx.index.bm25 import VARIANTS
 
     values = dict(cfg.caps)
     for f in dataclasses.fields(PassCaps):
         if f.name not in values:
             continue
         if f.type in (str, "str"):
-            if values[f.name] not in VARIANTS:
-                raise UsageError(f"caps.{f.name}={values[f.name]!r}: one of {', '.join(VARIANTS)}")
+            choices = CHOICES[f"search.{f.name}"]
+            if not isinstance(values[f.name], str) or not choices.allows(values[f.name]):
+                raise UsageError(f"caps.{f.name}={values[f.name]!r}: one of {', '.join(choices.values())}")
             continue
         value, whole = values[f.name], f.type in (int, "int")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not isinstance(value, int)) or value < 0:

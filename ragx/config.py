@@ -190,6 +190,12 @@ def _bm25_variants() -> tuple[str, ...]:
     return VARIANTS
 
 
+def _bm25_note(variant: str) -> str | None:
+    from .search.evidence import calibration_note  # the thresholds' rule lives with the rule
+
+    return calibration_note(variant)
+
+
 def _precisions() -> tuple[str, ...]:
     from .models.quantize import PRECISIONS  # the embedded engine's (imports no onnxruntime, no numpy)
 
@@ -211,6 +217,8 @@ class Choices:
     empty: bool = False      # "" is allowed too (the library's own choice)
     indexed: bool = False    # so is "<value>:<n>" (a torch device and its number: "cuda:1")
     at_load: bool = True     # also checked when the settings are read, not only by `ragx config set`
+    # What `ragx config set` tells someone choosing a value, or None: a hint, not a rule (imported lazily).
+    note: Callable[[str], str | None] | None = None
 
     def allows(self, value: str) -> bool:
         if value == "" and self.empty:
@@ -237,7 +245,7 @@ CHOICES: dict[str, Choices] = {
     "embeddings.precision": Choices(_precisions),
     "embeddings.device": _DEVICE,
     "rerank.device": _DEVICE,
-    "search.bm25_variant": Choices(_bm25_variants),
+    "search.bm25_variant": Choices(_bm25_variants, note=_bm25_note),
 }
 
 

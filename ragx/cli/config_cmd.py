@@ -12,6 +12,7 @@ from typer.core import TyperCommand
 
 from .. import schemas
 from ..config import (
+    CHOICES,
     PROJECT_FILE,
     as_dict,
     check_write,
@@ -108,12 +109,10 @@ def config_set(
     source = after.sources.get(key)
     if source != str(target):
         warn(f"{source} sets {key} = {_shown(get_value(after, key))}, which overrides it here")
-    if key == "search.bm25_variant":
-        from ..search.evidence import calibration_note
-
-        note = calibration_note(after.search.bm25_variant)
-        if note:
-            warn(note)
+    choices = CHOICES.get(key)
+    note = choices.note(get_value(after, key)) if choices and choices.note else None
+    if note:
+        warn(note)
 
 
 def _shown(value: Any) -> str:
