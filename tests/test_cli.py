@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from cli_runner import call
@@ -174,3 +177,17 @@ def test_the_index_folder_keeps_itself_out_of_git(corpus, capsys):
     untracked = subprocess.run(["git", "-C", str(corpus), "status", "--porcelain", "--untracked-files=all"],
                                check=True, capture_output=True, text=True).stdout
     assert ".ragx" not in untracked and "a.md" in untracked
+
+
+@pytest.mark.parametrize("command", [["version"], ["models"]])  # typer's echo; the rich console
+def test_a_reader_closing_stdout_early_exits_141_not_the_no_results_code(command, tmp_path):
+    """`ragx ... | head -1` once head has gone: a real pipe with no reader, in a process of its own."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-c", "import sys; from ragx.cli.main import run; run(sys.argv[1:])", *command],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "HOME": str(tmp_path), "RAGX_RC": str(tmp_path / "rc")})
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and "Traceback" not in done.stderr

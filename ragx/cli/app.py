@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
@@ -14,7 +15,21 @@ if TYPE_CHECKING:
 from .. import schemas
 from ..errors import redact
 
+# The exit code when the reader closes stdout early (`ragx query ... | head -1`): what a shell reports for
+# a program SIGPIPE ended (128 + 13). Typer would exit 1, which here means "no results".
+PIPE_CLOSED = 141
+
+
+class _Commands(typer.core.TyperGroup):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise typer.Exit(PIPE_CLOSED) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="ragx",
     help="Local semantic search over a folder of files, following the chunk similarity graph.",
     no_args_is_help=True,
@@ -51,6 +66,11 @@ def _safe_console(**options: Any) -> Any:
     class SafeConsole(Console):
         def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
             super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1 ("no results" here): let the error reach the one place that maps it.
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "stdout closed by its reader")
 
     return SafeConsole(**options)
 

@@ -14,7 +14,7 @@ import sys
 import typer
 
 from ..errors import EXIT_ERROR, RagxError, as_ragx_error
-from .app import app, invocation, visible
+from .app import PIPE_CLOSED, app, invocation, visible
 
 # Command name -> the module that registers it. A one-shot command imports only its own module, so
 # `ragx status` never pays for eval's, index's or the MCP SDK's imports; help, a bare `ragx` and
@@ -87,8 +87,7 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except BrokenPipeError:  # stdout closed by the reader (`| head`): nothing more to say
-        _silence_stdout()
-        sys.exit(1)
+        code = PIPE_CLOSED
     except RagxError as exc:
         fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument, bad value
@@ -98,6 +97,12 @@ def run(argv: list[str] | None = None) -> None:
             raise
         error = as_error(exc)
         fail(str(error), error.exit_code)
+    try:
+        sys.stdout.flush()  # a pipe's buffered output fails here, not at exit, when its reader is gone
+    except BrokenPipeError:
+        code = PIPE_CLOSED
+    if code == PIPE_CLOSED:
+        _silence_stdout()
     sys.exit(code if isinstance(code, int) else 0)
 
 
