@@ -176,6 +176,17 @@ def test_the_bm25_share_keeps_a_question_its_words_answer_and_drops_one_about_wo
     assert c.query("pruning roses", params=share_only.replace(min_lexical_share=1.0, min_lexical_evidence=0.01))["results"]
 
 
+def test_a_query_of_function_words_only_has_no_lexical_evidence(vault):
+    # Only BM25 could pass it (the cosine bar is out of reach). "the" is in most notes: its best chunk
+    # scores most of a near-zero ceiling, and "is it" names no topic at all.
+    lexical_only = load_settings(vault).search.replace(min_dense_evidence=0.999, min_lexical_evidence=1e-9, min_lexical_share=1e-9)
+    c = Corpus(vault)
+    for words in ("the", "is it the"):
+        evidence = c.query(words, params=lexical_only, evidence_check=False)["evidence"]
+        assert evidence["match"] is False and evidence["lexical"] == evidence["lexical_share"] == 0.0
+    assert c.query("the roses", params=lexical_only)["evidence"]["match"] is True  # one topic word is enough
+
+
 def test_the_bm25_variant_setting_reaches_the_query(vault):
     settings = load_settings(vault).search
     c = Corpus(vault)

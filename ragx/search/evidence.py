@@ -5,7 +5,10 @@ This test looks at three absolute signals of the retrieval pass instead:
 
 * dense evidence   -- the best cosine between the query and any chunk (the embedder's own scale);
 * lexical evidence -- the best BM25 score divided by the number of query terms BM25 looked for, so
-  that long queries do not pass on the sum of many weak, common-word matches;
+  that long queries do not pass on the sum of many weak, common-word matches (none at all, nor a share,
+  for a query of function words only: BM25 still searches "what is it" for its words, but they name no
+  topic, and where most chunks hold them their idf is near 0 and the best chunk scores 90% of a
+  ceiling of almost nothing);
 * lexical share    -- the best BM25 score as a share of the most any chunk could score on the query's
   terms (each term's idf times (k1 + 1); a word the corpus lacks at its highest idf). Per-term
   division charges a long question for its common words; the share charges each word by what it
@@ -26,7 +29,7 @@ import numpy as np
 
 from ..scoring.candidates import Candidates
 from ..scoring.params import Params
-from .lexical import query_words
+from .lexical import only_function_words, query_words
 
 
 # How the reason of a query without evidence begins: the CLI tells it from other empty answers by it.
@@ -84,7 +87,7 @@ def signals(c: Candidates) -> tuple[float, float, float]:
     """(dense, lexical, share) evidence of a pass: see the module docstring."""
     dense = float(np.max(c.qsim)) if len(c.qsim) else 0.0
     best_bm25 = float(np.max(c.lexical)) if len(c.lexical) else 0.0
-    if best_bm25 <= 0:
+    if best_bm25 <= 0 or only_function_words(c.query):  # "what is it": no topic for BM25 to find
         return max(dense, 0.0), 0.0, 0.0
     terms = query_terms(c.query)
     lexical = best_bm25 / terms if terms else 0.0

@@ -36,9 +36,16 @@ STOPWORDS = frozenset(
 
 
 def query_words(text: str) -> list[str]:
-    """The words BM25 searches for, each once, in the order written."""
+    """The words BM25 searches for, each once, in the order written: its function words dropped, unless
+    it has nothing else."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     return [w for w in words if w not in STOPWORDS] or words
+
+
+def only_function_words(text: str) -> bool:
+    """Whether every word of `text` is a function word ("is it"): BM25 still searches for them, but
+    matching them is no evidence of a topic."""
+    return all(w.lower() in STOPWORDS for w in _WORD.findall(text))
 
 
 def fts5_any(words: list[str]) -> str:
