@@ -343,7 +343,7 @@ class Corpus:
 
     def status(self, *, drift: bool = True, verify: bool = True, deep: bool = False) -> dict[str, Any]:
         """Counts, model, drift and an integrity check (`deep` also reads every vector back from HNSW)."""
-        from .index.diff import diff_corpus  # the corpus walk (pathspec, xxhash): status only, not query
+        from .index.diff import IncludeMatchesNothing, diff_corpus  # the corpus walk (pathspec, xxhash): status only, not query
 
         out: dict[str, Any] = {"root": str(self.root), "indexed": False}
         store = Store(self.layout.db, readonly=True) if self.layout.exists() else None
@@ -365,17 +365,24 @@ class Corpus:
                 out["updated_at"] = manifest.get("updated_at")
                 out["graph"] = manifest.get("graph")
                 out["chunking"] = manifest.get("chunking")
+                include_notice = []
                 if drift:
-                    diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable(), scan_started(manifest))
-                    out["drift"] = _drift(diff)
-                    out["drifted"] = _drifted(diff)
-                    out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
-                    out["not_indexed"] = _not_indexed(diff)
+                    try:
+                        diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable(), scan_started(manifest))
+                    except IncludeMatchesNothing as exc:  # the settings' fault, not the index's: no drift to tell
+                        include_notice = [str(exc)]
+                        out["drift"] = None
+                    else:
+                        out["drift"] = _drift(diff)
+                        out["drifted"] = _drifted(diff)
+                        out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
+                        out["not_indexed"] = _not_indexed(diff)
                 if verify:
                     out["problems"] = _verify(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
                 # what an upgrade or a config change left to the next index run (the index is consistent meanwhile)
-                out["notices"] = ([ANCHORS_OUTDATED] if store.anchors_need_update() else []) + _settings_changed(manifest, self.settings)
+                out["notices"] = (([ANCHORS_OUTDATED] if store.anchors_need_update() else []) + include_notice
+                                  + _settings_changed(manifest, self.settings))
         finally:
             if store is not None:
                 store.close()

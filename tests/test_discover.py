@@ -677,6 +677,11 @@ def test_an_include_that_matches_no_file_is_refused_and_loses_nothing(tmp_path, 
     assert code == 2 and out == ""
     errors = [line for line in err.splitlines() if line.startswith("ragx: error:")]
     assert len(errors) == 1 and "index.include ['*.MD'] matches none of the 2 files" in errors[0]
+    # status tells the same as a notice of an index that is still whole (exit 0), with no drift to count
+    code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
+    status = json.loads(out)
+    assert code == 0 and status["consistent"] is True and status["files"] == 2 and status["drift"] is None
+    assert any("matches none of the 2 files" in notice for notice in status["notices"])
     (tmp_path / "ragx.toml").unlink()
     code, out, _ = call(capsys, "status", "--root", str(tmp_path), "--json")
     status = json.loads(out)

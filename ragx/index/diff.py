@@ -132,7 +132,7 @@ def diff_corpus(
     since = written_since(scan_started_ns)
     found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats, since)
     if found.include_unmatched:
-        raise UsageError(_include_matches_nothing(settings, found.include_unmatched))
+        raise IncludeMatchesNothing(_include_matches_nothing(settings, found.include_unmatched))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread),
                      complete=not found.unread)
     for f in found.files:
@@ -202,6 +202,11 @@ def _still_there(gone: set[str], unread: list[str]) -> set[str]:
         return set()
     unread_set, unread_folders = set(unread), tuple(path + "/" for path in unread)
     return {path for path in gone if path not in unread_set and not path.startswith(unread_folders)}
+
+
+class IncludeMatchesNothing(UsageError):
+    """index.include leaves out every file: an index run refuses (it would delete everything), while
+    `ragx status` reports it as a notice of an index that is still whole."""
 
 
 def _include_matches_nothing(settings: Settings, left_out: int) -> str:
