@@ -28,7 +28,7 @@ passage's line range) or `ragx query "<question>" --json --top 5` (passages with
 `line_start`-`line_end` and `text`), then open those files at those lines. `ragx query --global
 "<question>" --json` lists the main topics concerned. stdout holds one JSON document; exit code 0 =
 results, 1 = none (rephrase), 2 = error (one line on stderr). After editing files, `ragx status --json`
-shows `drift`; if any count is non-zero, run `ragx index`. The full guide: `.claude/skills/ragx/SKILL.md`."""
+shows `drift`; if `new`, `changed` or `deleted` is non-zero, run `ragx index`. The full guide: `.claude/skills/ragx/SKILL.md`."""
 
 
 @dataclass(frozen=True)
