@@ -150,7 +150,10 @@ def test_undecodable_file_is_reported_and_skipped(corpus):
     (corpus / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     report, _ = index(corpus)
     assert any(p["path"] == "latin1.txt" for p in report.problems)
-    assert report.files == 19
+    assert report.files == 19 and report.new == 19  # the counts are of the files indexed, not of those found
+    (corpus / "cooking-1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))  # an indexed file turned Latin-1
+    report, _ = index(corpus)
+    assert report.changed == 0 and any(p["path"] == "cooking-1.md" for p in report.problems)
 
 
 def test_index_limited_to_a_path_leaves_other_changes_for_later(corpus):

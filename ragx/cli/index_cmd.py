@@ -42,11 +42,11 @@ def index_command(
     report = corpus.index(full=full, reporter=RichReporter())
     what = "rebuilt" if full else "updated"
     err.print(
-        f"{what}: {counted(report.files, 'file')} ({report.new} new, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged), {counted(report.embedded_chunks, 'chunk')} embedded from "
-        f"{counted(len(report.embedded_files), 'file')}"
+        f"{what}: files {report.new} new, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}; "
+        f"{counted(report.embedded_chunks, 'chunk')} embedded from {counted(len(report.embedded_files), 'file')}"
         f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
-        f"index holds {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
+        f"index holds {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
         f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
     )

@@ -237,6 +237,11 @@ def plan(
     )
     chunked = _chunk_files(diff.new + diff.changed, counter, chunk_settings, report, reporter)
     files, chunks = chunked.files, chunked.chunks
+    # A file that could not be read after all (not UTF-8, a damaged PDF) is a problem of the run, not
+    # one of its new or changed files: the counts say what the run indexed.
+    read = {f.path for f, _ in files}
+    report.new -= sum(1 for f in diff.new if f.path not in read)
+    report.changed -= sum(1 for f in diff.changed if f.path not in read)
     texts = [c.embed_text for _, c in chunks]  # frontmatter header + text
     gone_file_ids = [row.id for row in diff.deleted] + store.file_ids_of([f.path for f in diff.changed])
     removed = store.chunk_ids_of_files(gone_file_ids) if not full else np.empty(0, np.int64)
