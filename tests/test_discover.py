@@ -197,7 +197,10 @@ def test_symlinks_inside_root_are_followed(tmp_path):
     write(tmp_path, "docs/a.md", "alpha\n")
     write(tmp_path, "docs/deep/b.md", "beta\n")
     write(tmp_path, ".shelf/deep/c.md", "gamma\n")  # a dot-folder: reached only through a link
-    os.symlink("docs/a.md", tmp_path / "link.md")
+    write(tmp_path, ".notes/n.md", "delta!\n")  # a dot-folder's file, reached only through a file link
+    os.symlink(".notes/n.md", tmp_path / "link.md")
+    os.symlink("docs/a.md", tmp_path / "again.md")  # a file indexed already: indexed once, as docs/a.md
+    os.symlink("../.shelf/deep/c.md", tmp_path / "docs" / "c.md")  # ... also where its folder came by a link
     os.symlink("docs", tmp_path / "linkdir")  # a folder walked already: indexed once, as docs/
     os.symlink(".shelf", tmp_path / "shelf")
     d = discover(tmp_path, DiscoverSettings())
@@ -206,9 +209,13 @@ def test_symlinks_inside_root_are_followed(tmp_path):
     # paths as the user sees them, through the link
     assert by["link.md"].abspath == str(tmp_path / "link.md")
     assert by["shelf/deep/c.md"].abspath == str(tmp_path / "shelf" / "deep" / "c.md")
-    assert by["link.md"].size == 6
+    assert by["link.md"].size == 7
     assert d.problems == []
-    assert reasons(d.skipped) == {"linkdir": "a link to a folder already indexed as docs"}
+    assert reasons(d.skipped) == {
+        "again.md": "a link to a file already indexed as docs/a.md",
+        "docs/c.md": "a link to a file already indexed as shelf/deep/c.md",
+        "linkdir": "a link to a folder already indexed as docs",
+    }
 
     d = discover(tmp_path, DiscoverSettings(follow_symlinks=False))
     assert paths(d) == ["docs/a.md", "docs/deep/b.md"]

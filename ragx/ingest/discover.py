@@ -303,6 +303,7 @@ class _Walker:
         # Each real folder is walked once: real path -> the path it is indexed under ("" = the root).
         self.walked: dict[str, str] = {self.root_real: ""}
         self.links: list[_Queued] = []  # folder links met, followed once the real tree is walked
+        self.file_links: dict[str, str] = {}  # path of a link to a file -> the file's real path
         self.out = Discovery()
 
     def problem(self, path: str, reason: str) -> None:
@@ -324,6 +325,8 @@ class _Walker:
         self.walk_tree(_Queued(self.root_abs, self.root_real, "", self.repository_levels(), frozenset((self.root_real,))))
         while self.links:
             self.follow_links()
+        if self.file_links:
+            self.drop_links_to_indexed_files()
         if self.include is not None and not self.include_matched:
             self.out.include_unmatched = self.include_unmatched
         self.out.files.sort(key=lambda f: f.path)
@@ -486,17 +489,35 @@ class _Walker:
             self.walked[link.real] = rel
             self.walk_tree(link._replace(ancestors=link.ancestors | {link.real}))
 
+    def drop_links_to_indexed_files(self) -> None:
+        """A link to a file that the walk found under its own path is not a second file: the same text
+        would be indexed, and come back in results, twice. (A link to a file the walk does not index,
+        in a dot-folder or an ignored one, stays: it is how that file is meant to be searched.)"""
+        found = {f.path for f in self.out.files}
+        indexed_as: dict[str, str] = {}
+        for rel, real in self.file_links.items():
+            folder = self.walked.get(os.path.dirname(real))
+            own = None if folder is None else (folder.rstrip("/") + "/" if folder else "") + os.path.basename(real)
+            if own is not None and own != rel and own in found and own not in self.file_links:
+                indexed_as[rel] = own
+        if indexed_as:
+            self.out.files = [f for f in self.out.files if f.path not in indexed_as]
+            for rel, own in indexed_as.items():
+                self.skip(rel, f"a link to a file already indexed as {own}")
+
     def visit_file(self, entry, name, rel, levels, is_link, st) -> None:
         """Record a candidate file (or a broken link, a fifo, a socket, a device), or say why not."""
         settings = self.settings
         if not self.candidate_file(rel, name, levels):
             return
         if is_link:
-            if self.link_target(entry.path, rel) is None:
+            real = self.link_target(entry.path, rel)
+            if real is None:
                 return
             if st is None:
                 self.problem(rel, "broken symlink")
                 return
+            self.file_links[rel] = real
         else:
             try:
                 st = entry.stat(follow_symlinks=False)
