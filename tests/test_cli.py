@@ -191,3 +191,11 @@ def test_a_reader_closing_stdout_early_exits_141_not_the_no_results_code(command
     finally:
         os.close(write_end)
     assert done.returncode == 141 and "Traceback" not in done.stderr
+
+
+def test_human_results_name_heat_and_hops_only_when_the_graph_ran(corpus, capsys):
+    assert call(capsys, "index", "--root", str(corpus))[0] == 0
+    code, out, _ = call(capsys, "query", "rivers boats", "--root", str(corpus), "--no-evidence-check")
+    assert code == 0 and "fused " in out and "heat" not in out and "hop" not in out
+    code, out, _ = call(capsys, "query", "rivers boats", "--root", str(corpus), "--no-evidence-check", "--graph")
+    assert code == 0 and "heat " in out and "hop 0" in out
