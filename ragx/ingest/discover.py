@@ -497,7 +497,7 @@ class _Walker:
         indexed_as: dict[str, str] = {}
         for rel, real in self.file_links.items():
             folder = self.walked.get(os.path.dirname(real))
-            own = None if folder is None else (folder.rstrip("/") + "/" if folder else "") + os.path.basename(real)
+            own = None if folder is None else os.path.join(folder, os.path.basename(real))  # "" (the root): the name alone
             if own is not None and own != rel and own in found and own not in self.file_links:
                 indexed_as[rel] = own
         if indexed_as:
