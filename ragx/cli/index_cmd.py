@@ -37,7 +37,8 @@ def index_command(
     what = "rebuilt" if full else "updated"
     err.print(
         f"{what}: files {report.new} new, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}; "
+        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}"
+        f"{f', {report.skipped} skipped (ragx status says why)' if report.skipped else ''}; "
         f"{counted(report.embedded_chunks, 'chunk')} embedded from {counted(len(report.embedded_files), 'file')}"
         f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
         f"index holds {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
