@@ -25,7 +25,7 @@ def run_snapshots(dirs: list[str], split: Optional[str], cache: Optional[Path], 
     from ..eval.snapshot_run import folder_for, run
     from ..eval.snapshots import cache_dir_for, load_instances
     from ..eval.suite import parse_configs
-    from .eval_cmd import _with_progress
+    from ..progress import progress
     from .index_cmd import RichReporter
 
     if len(dirs) != 1:
@@ -39,8 +39,8 @@ def run_snapshots(dirs: list[str], split: Optional[str], cache: Optional[Path], 
     configs = parse_configs(specs, load_settings(folder_for(folder, next(iter(chosen))), warn=False).search, reference)
     n = sum(len(v) for v in chosen.values())
     err.print(f"{data_dir.resolve().name}: {n} instances of {len(chosen)} repositories; working folders in {folder}")
-    doc = _with_progress("replaying instances", lambda progress: run(data_dir, chosen, folder, configs, reference, progress,
-                                                                     RichReporter()))
+    with progress("replaying instances", total=n, unit="instances", console=err, transient=True) as advance:
+        doc = run(data_dir, chosen, folder, configs, reference, advance, RichReporter())
     console = err if json_out else out
     print_run(doc, console)
     if json_out:
