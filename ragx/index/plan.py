@@ -253,8 +253,10 @@ def plan(
     reusable = reusable_vectors(layout, store, manifest, embedder, None if full else removed) if texts else None
     # The anchor texts (ragx/ingest/anchors.py) are embedded in the same pass, after the chunks.
     journal = VectorJournal(layout.dir, embedder.name, embedder.dim) if texts or chunked.anchors else None
-    every_vec, every_fresh, every_resumed = vectors_for(texts + [a[3] for a in chunked.anchors], reusable, embedder,
-                                                        settings.embeddings.batch_size, reporter, report, journal)
+    anchors = [a[3] for a in chunked.anchors]
+    lengths = np.array([c.n_tokens for _, c in chunks] + [len(a) // 4 for a in anchors], np.int64)  # the batch order
+    every_vec, every_fresh, every_resumed = vectors_for(texts + anchors, reusable, embedder, settings.embeddings.batch_size,
+                                                        reporter, report, journal, lengths)
     new_vecs, fresh, anchor_vecs = every_vec[: len(texts)], every_fresh[: len(texts)], every_vec[len(texts):]
     report.resumed_chunks = int(every_resumed[: len(texts)].sum())
     report.embedded_chunks = int(fresh.sum()) - report.resumed_chunks
@@ -315,10 +317,11 @@ def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, poo
 
 
 def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport,
-                journal: VectorJournal | None = None):
+                journal: VectorJournal | None = None, lengths: np.ndarray | None = None):
     """Vectors for `texts`: reused where the same text is indexed, else taken from the journal of a
-    killed run, else embedded once per distinct text (embedding.py). (vectors, fresh: a new vector,
-    resumed: a new vector the journal held), the last two for the first of identical texts only."""
+    killed run, else embedded once per distinct text (embedding.py; `lengths`: tokens per text, else
+    characters / 4). (vectors, fresh: a new vector, resumed: a new vector the journal held), the last
+    two for the first of identical texts only."""
     vecs = np.empty((len(texts), embedder.dim), np.float32)
     fresh = np.ones(len(texts), dtype=bool)
     resumed = np.zeros(len(texts), dtype=bool)
@@ -336,7 +339,8 @@ def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter:
     t0 = time.perf_counter()
     if len(todo):
         with reporter.embedding(len(todo)) as advance:
-            out, from_journal = embed_new([texts[i] for i in todo], uniq, embedder, batch_size, journal, advance)
+            sizes = lengths[todo] if lengths is not None else np.array([len(texts[i]) // 4 for i in todo], np.int64)
+            out, from_journal = embed_new([texts[i] for i in todo], uniq, sizes, embedder, batch_size, journal, advance)
         vecs[np.flatnonzero(fresh)] = out[inverse]
         fresh[:] = False
         fresh[todo] = True
