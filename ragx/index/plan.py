@@ -38,8 +38,9 @@ from .store import FileRow, Store
 # 3 = anchor texts (an index from before has none until its notes are read again); 4 = base64 data-URI
 # payloads left out of chunks; 5 = also JSON-escaped (`\/`) and type-less (`data:;base64,`) payloads;
 # 6 = payloads left out of frontmatter headers, and a body-less note whose description is only a payload
-# falls back to its title.
-CHUNKER_VERSION = 6
+# falls back to its title; 7 = code cut by its syntax, with its module and definitions' names in each chunk's
+# header (ragx/ingest/code.py).
+CHUNKER_VERSION = 7
 
 
 def needs_rechunk(manifest: dict) -> bool:
