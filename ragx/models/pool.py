@@ -53,6 +53,7 @@ class _Server:
     engine: OpenAIEmbedder
     resting_until: float = 0.0
     failures: int = 0        # in a row; 0 = healthy
+    failed_at: float = 0.0   # when the last failure came back (an answer to a request sent before it proves nothing)
     texts: int = 0
     seconds: float = 0.0     # summed request time (slots overlap: a rate per slot)
 
@@ -102,6 +103,7 @@ class _Queue:
             self.out -= 1
             self.attempts[batch] += 1
             server.failures += 1
+            server.failed_at = time.monotonic()
             server.resting_until = time.monotonic() + min(MAX_REST_SECONDS, REST_SECONDS * 2 ** (server.failures - 1))
             self.pending.appendleft(batch)
             self.cond.notify_all()
@@ -212,8 +214,9 @@ class EmbeddingPool:
                 results.put(exc)
                 return
             with work.cond:
-                came_back = server.failures > 0
-                server.failures = 0
+                came_back = server.failures > 0 and started > server.failed_at
+                if came_back or not server.failures:
+                    server.failures = 0
                 server.texts += len(batches[batch])
                 server.seconds += time.monotonic() - started
             if came_back:
