@@ -51,6 +51,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         damage = store.integrity_problems()
         if damage:
             raise CorruptIndexError(damage[0])
+        (layout.dir / TERMS_CACHE).unlink(missing_ok=True)  # and counts every chunk's terms afresh
     manifest = store.manifest()
     identity = index_identity(settings, embedder)
     full = full or needs_rechunk(manifest)
