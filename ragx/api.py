@@ -114,6 +114,10 @@ class Corpus:
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
 
+    def prepare_search(self) -> None:
+        """Load and open what a first query needs (a server does it before the query comes)."""
+        self.searcher.prepare()
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
