@@ -54,7 +54,7 @@ class _Loaded:
     """A loader whose search path is loaded and whose SDK never is: the fast path answers all it can."""
 
     def __init__(self):
-        self.warm, self.want_sdk = threading.Event(), threading.Event()
+        self.warm, self.want_sdk, self.calling = threading.Event(), threading.Event(), threading.Event()
         self.warm.set()
         self.done = False
 

@@ -96,7 +96,7 @@ class Front:
     def __init__(self, wire: Any, service: Any, loader: Any):
         self.wire = wire
         self.service = service
-        self.loader = loader  # .warm (an Event: the search path is loaded), .want_sdk (an Event), .done
+        self.loader = loader  # stdio._Loader: .warm, .calling, .want_sdk (Events), .done
         self.drop_id: Any = None  # the id of the initialize answered here: the SDK's own answer is dropped
 
     def serve(self) -> list[bytes] | None:
@@ -149,7 +149,9 @@ class Front:
         schema = tool_schema(name)
         if schema is None or not fits(schema, arguments):
             return None
-        self.loader.warm.wait()  # the loader has opened the corpus and the query path (or failed to)
+        self.loader.calling.set()
+        if name != "status":  # status needs neither numpy nor the searcher
+            self.loader.warm.wait()  # the loader has opened the corpus and the query path (or failed to)
         try:
             return results.answer(name, lambda: getattr(self.service, name)(**arguments))
         finally:

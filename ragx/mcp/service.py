@@ -168,9 +168,10 @@ class Service:
                 log.debug("closing the old searcher failed", exc_info=True)
 
     def prepare(self) -> None:
-        """Load what a first search needs: the index code, numpy, the corpus, its searcher and the query
-        embedder (the server's loader thread runs this while the client is still listing tools). A
-        failure is left for the call itself to report."""
+        """Load what the next search needs: the index code, numpy, the corpus, its searcher and the query
+        embedder (the server's loader thread runs this while the client is still listing tools, and
+        again once the SDK is loaded: after a first query in numpy, the next needs onnxruntime's
+        session). A failure is left for the call itself to report."""
         from .. import api  # noqa: F401 - the index and search code
         from ..lazy import lazy_module, load_now
 
@@ -181,9 +182,11 @@ class Service:
             return
         try:
             with self._lock:
-                self.corpus().prepare_search()
+                corpus = self.corpus()
+                corpus.prepare_search()
+            corpus.prepare_query_embedding()  # under the embedder's own lock: searches may go on
         except Exception:  # noqa: BLE001 - no index yet, a config mistake: the call says so
-            log.debug("could not prepare the first search", exc_info=True)
+            log.debug("could not prepare the next search", exc_info=True)
 
     # ---- tools -----------------------------------------------------------------------------------
     def search(

@@ -305,36 +305,40 @@ class _Replay:
 
 class _Loader(threading.Thread):
     """Loads in the order an agent needs things, while the main thread answers on the wire: first what
-    a search needs (`warm` is set after it), then, once the first tool call is answered (`want_sdk`) or
-    after SDK_AFTER seconds, the SDK and the server built on it (`done` then)."""
+    a search needs (`warm` is set after it), then the SDK and the server built on it (`done` then), once
+    the first tool call is answered (`want_sdk`), or after SDK_AFTER seconds when no call has begun
+    (`calling`): an import competing for the interpreter would slow a call in progress."""
 
     def __init__(self, service: Any):
         super().__init__(name="ragx-mcp-loader", daemon=True)
         self.service = service
         self.warm = threading.Event()
         self.want_sdk = threading.Event()
+        self.calling = threading.Event()
+        self.ready = threading.Event()  # the server is built, or loading failed (`error`)
         self.server: Any = None
         self.error: BaseException | None = None
 
     @property
     def done(self) -> bool:
-        return self.server is not None or self.error is not None
+        return self.ready.is_set()
 
     def run(self) -> None:
         try:
             self.service.prepare()
-        except BaseException as exc:  # re-raised by the main thread
-            self.error = exc
-            return
-        finally:
             self.warm.set()
-        self.want_sdk.wait(SDK_AFTER)
-        try:
+            if not self.want_sdk.wait(SDK_AFTER) and self.calling.is_set():
+                self.want_sdk.wait()  # set once that call is answered
             from .server import build_server
 
             self.server = build_server(self.service)
         except BaseException as exc:  # re-raised by the main thread
             self.error = exc
+        finally:
+            self.warm.set()
+            self.ready.set()
+        if self.server is not None:
+            self.service.prepare()  # after a first search in numpy, the next one's onnxruntime session
 
 
 async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any) -> None:
@@ -365,7 +369,7 @@ def _serve_wire(service: Any) -> None:
         if replay is None:
             return  # the client left
         loader.want_sdk.set()
-        loader.join()
+        loader.ready.wait()
         if loader.error is not None:
             raise loader.error
         import anyio

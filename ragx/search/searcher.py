@@ -120,13 +120,10 @@ class Searcher:
             pass
 
     def prepare(self) -> None:
-        """Open what the first query reads before it comes: the committed generation (arrays, ANN index),
-        the embedder and its query path (engines without that step just get made)."""
+        """Open what the first query reads before it comes: the committed generation (arrays, ANN index)
+        and the embedder (made, and checked against the index's)."""
         self.refresh()
         self.check_model()
-        prepare_query = getattr(self.embedder, "prepare_query", None)
-        if callable(prepare_query):
-            prepare_query()
 
     def check_model(self) -> None:
         check_embedder(self.manifest, self.embedder)
