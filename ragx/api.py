@@ -114,6 +114,16 @@ class Corpus:
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
 
+    def prepare_search(self) -> None:
+        """Load and open what a first query reads (a server does it before the query comes)."""
+        self.searcher.prepare()
+
+    def prepare_query_embedding(self) -> None:
+        """Load what the embedder's next query needs (engines without that step have nothing to load)."""
+        prepare = getattr(self.embedder, "prepare_query", None)
+        if callable(prepare):
+            prepare()
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
