@@ -1,4 +1,5 @@
-"""A lab-side cache of chunk vectors per embedding model, so a model study embeds each text once.
+"""A cache of chunk vectors per embedding model, so a model study (lab/models.py) or a replay of
+repository snapshots (ragx/eval/snapshot_run.py) embeds each text once.
 
 Keyed by (model identity, text hash): the identity is the embedder's `name` (what the index manifest
 records, e.g. `embedded:all-MiniLM-L6-v2@468e4cf3+int8`), the hash is ragx's own xxh3-64 of the exact
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from ragx.index.plan import text_keys
+from ..index.plan import text_keys
 
 SLAB = 512  # texts embedded (and stored as one shard) at a time
 
