@@ -18,8 +18,8 @@ import numpy as np
 
 from ragx.eval.presets import EvalConfig
 from ragx.scoring.candidates import shared_bm25
-from ragx.search.candidates import PassCaps
-from ragx.search.params import Params
+from ragx.scoring.candidates import PassCaps
+from ragx.scoring.params import Params
 
 from .builds import build, prepare
 from .caches import read_ref, shared_passes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .config import Settings, load_settings, resolve_root
@@ -19,6 +19,7 @@ from .scoring.params import Params
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
     from .index.build import IndexReport, Reporter
     from .index.snapshot import Snapshot
+    from .eval.beir import Materialised
 
 
 class Corpus:
@@ -570,6 +571,24 @@ def version_info(root: str | Path | None = None) -> dict[str, Any]:
     }
 
 
+def open_collection(data_dir: Path, folder: Path, split: str, index: Callable[[Any], Any] | None = None,
+                    reporter=None, also: tuple[str, ...] = ()) -> tuple[Corpus, Materialised, Any]:
+    """Materialise a BEIR folder into `folder` and bring its index up to date: (Corpus, Materialised,
+    what indexing returned: an IndexReport by default). The splits in `also` are materialised too where
+    the collection has them (`ragx eval --gap` asks for train).
+
+    `index(corpus)` replaces the plain `corpus.index(reporter=reporter)` (the lab waits out a busy lock).
+    The one way both `ragx eval beir` and the lab turn a collection into an indexed corpus.
+    """
+    from .eval.beir import materialise
+
+    extra = [x for x in also if x != split and (Path(data_dir) / "qrels" / f"{x}.tsv").is_file()]
+    made = materialise(Path(data_dir), Path(folder), [split, *extra])
+    corpus = Corpus.open(made.corpus_dir)
+    report = index(corpus) if index is not None else corpus.index(reporter=reporter)
+    return corpus, made, report
+
+
 def __getattr__(name: str):
     if name == "IndexReport":  # re-exported lazily (see the TYPE_CHECKING import above)
         from .index.build import IndexReport
@@ -578,4 +597,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Corpus", "IndexReport", "version_info", "CorruptIndexError"]
+__all__ = ["Corpus", "IndexReport", "open_collection", "version_info", "CorruptIndexError"]

@@ -35,7 +35,7 @@ from ragx.eval.runner import DEPTH
 from ragx.eval.stats import paired
 from ragx.scoring.files import file_run
 from ragx.scoring.score import score
-from ragx.search.candidates import PassCaps
+from ragx.scoring.candidates import PassCaps
 
 DATA = Path(os.environ.get("RAGX_DATA", "/work/shared/data"))
 CAPS = PassCaps(100, 100, 0, 0.2)

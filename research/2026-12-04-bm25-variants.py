@@ -1,7 +1,7 @@
 """BM25's variant in the fused ranking (issue 13, item 4): does another formula than FTS5's help?
 
 ragx's BM25 postings score FTS5's bm25() by default; `search.bm25_variant` now also takes Lucene's,
-ATIRE's, BM25L and BM25+ (ragx/index/bm25.py, checked against bm25s in tests/test_bm25_variants.py).
+ATIRE's, BM25L and BM25+ (ragx/scoring/bm25.py, checked against bm25s in tests/test_bm25_variants.py).
 Each variant gets its own retrieval pass (its BM25 picks its own 100 seeds: dense 100 + BM25 100,
 graph off, the shipped defaults' caps), scored with the shipped defaults but for the variant: the
 candidate budget is the same per leg. Chosen on TRAIN (dendron-vault train, SciFact train) by the mean
@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from lab.builds import prepare
 from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
-from ragx.index.bm25 import DEFAULT_VARIANT, VARIANTS
+from ragx.scoring.bm25 import DEFAULT_VARIANT, VARIANTS
 
 prf = load_script("2026-12-01-prf-and-sentences.py")
 RESULTS = prf.OUT / "bm25-variants-results.json"

@@ -17,7 +17,7 @@ from ragx.api import Corpus  # noqa: E402
 from ragx.eval.presets import parse_config  # noqa: E402
 from ragx.eval.runner import run_eval  # noqa: E402
 from ragx.index.build import run_index  # noqa: E402
-from ragx.search.candidates import PassCaps  # noqa: E402
+from ragx.scoring.candidates import PassCaps  # noqa: E402
 
 SPECS = [
     "graph",

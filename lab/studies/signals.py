@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragx.search.candidates import Candidates
-from ragx.search.score import minmax
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.score import minmax
 
 
 def ranks_desc(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:

@@ -142,12 +142,16 @@ def emit_json(schema: str, payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def warn(message: str) -> None:
-    from rich.markup import escape
-
-    err.print(f"[yellow]ragx: warning:[/] {escape(message)}", markup=True)
-
-
 def echo(text: str) -> None:
     """A plain line on stdout (no markup), made terminal-safe like everything `out` prints."""
     out.print(text, markup=False)
+
+
+def print_weak_evidence(doc: dict, listed: str = "results") -> None:
+    """Results (or --global's communities) shown although the evidence rule found nothing relevant
+    (--no-evidence-check) say so first."""
+    from rich.markup import escape
+
+    evidence = doc.get("evidence", {})
+    if doc[listed] and not evidence.get("match", True):
+        out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

@@ -12,7 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import schemas
 from ..api import Corpus
-from .app import JsonOpt, RootOpt, app, counted, emit_json, err, warn
+from ..log import warn
+from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:

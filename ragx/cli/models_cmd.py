@@ -12,7 +12,8 @@ from rich.markup import escape
 
 from .. import schemas
 from ..errors import UsageError
-from .app import JsonOpt, RootOpt, app, emit_json, err, out, warn
+from ..log import warn
+from .app import JsonOpt, RootOpt, app, emit_json, err, out
 
 
 @app.command("models")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..log import warn
 
 log = logging.getLogger("ragx.mcp")
 
@@ -378,13 +379,10 @@ def serve(root: str | None = None, *, verbose: bool = False) -> None:
     service = Service(root)  # NoCorpusError (bad --root) ends the command with exit 2, before serving
     print(f"ragx mcp: serving {service.root} over stdio (ragx {__version__})", file=sys.stderr, flush=True)
     if service.refusal:
-        print(f"ragx mcp: warning: {service.refusal}", file=sys.stderr, flush=True)
+        warn(service.refusal, program="ragx mcp")
     elif not service.marked:
-        print(
-            f"ragx mcp: warning: no ragx.toml or .ragx/ at or above {service.root}: serving the working "
-            "directory as the corpus; pass --root to choose one",
-            file=sys.stderr, flush=True,
-        )
+        warn(f"no ragx.toml or .ragx/ at or above {service.root}: serving the working directory as the corpus; "
+             "pass --root to choose one", program="ragx mcp")
     try:
         _serve_wire(service)
     finally:

@@ -117,7 +117,7 @@ class EmbeddedEmbedder:
         threads: int | None = None,
         precision: str = "fp32",
     ) -> None:
-        from .quantize import PRECISIONS
+        from ..config import PRECISIONS
 
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} for the embedded engine (accepted: {', '.join(PRECISIONS)})")

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..lookup import find_sorted
+from ..log import warn_once
 from .rerank import max_pair_length
 
 __all__ = ["CachedReranker", "default_score_path", "text_keys", "reranker_identity"]
@@ -131,8 +132,6 @@ class CachedReranker:
             return None, None
 
     def _warn(self, exc: BaseException) -> None:
-        from .registry import warn_once
-
         warn_once(f"rerank-cache:{self.path}", f"rerank score cache {self.path} unusable ({exc}); scoring without it")
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
