@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import schemas
 from ..errors import UsageError
+from ..progress import progress
 from ..eval.gate import DEFAULT_TOLERANCE, budget_changes, check, write_baseline
 from ..eval.metrics import HEADLINE
 from ..eval.presets import DEFAULT_CONFIGS, PRESETS, REFERENCE_BM25
@@ -66,11 +66,11 @@ def eval_command(
     for ds in planned:
         corpus, queries, train = ds.open()
         meta = {"dataset": ds.name, "split": ds.split, "command": command, "commit": commit}
-        doc = _with_progress(f"evaluating {ds.name}", partial(evaluate_dataset, corpus, queries, ds.configs, reference, meta))
+        doc = _with_progress(f"evaluating {ds.name}", queries, partial(evaluate_dataset, corpus, queries, ds.configs, reference, meta))
         if gap and train is not None:
             from ..eval.gap import train_gap
 
-            doc["gap"] = _with_progress(f"evaluating {ds.name} train", partial(train_gap, corpus, train, ds.configs, doc))
+            doc["gap"] = _with_progress(f"evaluating {ds.name} train", train, partial(train_gap, corpus, train, ds.configs, doc))
         _print_dataset(doc, err if json_out else out)
         docs.append(doc)
     if len(docs) > 1:
@@ -84,11 +84,13 @@ def eval_command(
     raise typer.Exit(code)
 
 
-def _with_progress(label: str, run):
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("queries"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("eval", total=None)
-        return run(progress=lambda n: progress.advance(task, n))
+def _with_progress(label: str, queries: Path, run):
+    """`run(progress=advance)` with its queries counted (ragx/progress.py: a bar on a terminal, plain
+    lines with rate and ETA elsewhere); the file is read once more for the count, a few ms."""
+    from ..eval.queries import load_queries
+
+    with progress(label, total=len(load_queries(queries)), unit="queries", console=err, transient=True) as advance:
+        return run(progress=advance)
 
 
 @dataclass

@@ -4,28 +4,22 @@
 # string (compile + eval) on each start-up.
 
 import dataclasses
-from contextlib import contextmanager
-from typing import Annotated, Callable, Iterator
+from typing import Annotated, Callable, ContextManager
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import schemas
 from ..api import Corpus
 from ..log import warn
+from ..progress import progress
 from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:
-    @contextmanager
-    def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
-        columns = (
-            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("texts (chunks, anchors)"),
-            TimeElapsedColumn(), TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=err, transient=False) as progress:
-            task = progress.add_task("embed", total=total)
-            yield lambda n: progress.advance(task, n)
+    """An index run's progress on stderr (ragx/progress.py: a bar on a terminal, plain lines elsewhere)."""
+
+    def embedding(self, total: int) -> ContextManager[Callable[[int], None]]:
+        return progress("embedding", total=total, unit="texts", console=err)  # texts: chunks and anchor texts
 
     def warn(self, message: str) -> None:
         warn(message)

@@ -313,8 +313,9 @@ class _Found(NamedTuple):
 
 class _View:
     """A usearch file mapped read-only through the compiled index alone (_compiled): what a query
-    needs (length, dimensions, search). Opened without the key table (built by reading every node):
-    only `get` needs it, which opens the file again through the package (VectorIndex._keyed)."""
+    needs (length, dimensions, search). Opened without the key table (built by reading every node)
+    unless the file holds deleted entries (_holds_deleted): only `get` needs it, which opens the file
+    again through the package (VectorIndex._keyed)."""
 
     def __init__(self, compiled_index: Any):
         self._index = compiled_index
@@ -327,7 +328,7 @@ class _View:
             raise ValueError("no usearch header")
         index = compiled.Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric_kind=meta["kind_metric"],
                                connectivity=M, expansion_add=EF_CONSTRUCTION, expansion_search=EF_SEARCH,
-                               enable_key_lookups=False)
+                               enable_key_lookups=_holds_deleted(meta))
         index.view_index_from_path(str(path), None)
         return cls(index)
 
@@ -349,6 +350,19 @@ class _View:
     def search(self, rows: np.ndarray, count: int, *, threads: int, exact: bool) -> _Found:
         keys, distances, counts, *_ = self._index.search_many(np.ascontiguousarray(rows, dtype=np.float32), count, exact, threads)
         return _Found(np.asarray(keys), np.asarray(distances), np.asarray(counts))
+
+
+def _holds_deleted(meta: dict) -> bool:
+    """Whether a usearch file holds deleted entries (slots a removal freed and no add reused): such a
+    file is mapped with key lookups on. usearch 2.23's mapping with lookups off reserves room for the
+    live entries only, then copies every slot's vector pointer into it: two or more deleted slots write
+    past that buffer (valgrind: invalid writes in index_dense_gt::try_reserve, called from
+    view_index_from_path) and the heap corruption aborts the process (`free(): corrupted unsorted
+    chunks`, ../shared/repro/usearch-view-abort: 38 deleted slots). With lookups on, the library's
+    default and what Index.restore does, the same file maps without an invalid access; a file without
+    deleted entries (every full build) keeps the cheaper open. A header that does not say counts as
+    holding some."""
+    return int(meta.get("count_deleted", 1)) != 0
 
 
 def _stack(rows: Any, dim: int) -> np.ndarray:
