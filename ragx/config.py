@@ -172,6 +172,14 @@ LIMITS: dict[str, Limit] = {
     "search.bm25_b": Limit(0, 1),
 }
 
+def check_bound(key: str, value: float) -> None:
+    """ValueError unless `value` is in LIMITS[key]: for code handed a setting's value by something other
+    than load_settings (a test, the lab, a caller building an engine by hand), so the bound is this table's."""
+    limit = LIMITS[key]
+    if not limit.allows(value):
+        raise ValueError(f"{key} = {value} is out of range: it must be {limit.describe()}")
+
+
 # (smaller, larger): the first key's value may not exceed the second's.
 ORDERED: tuple[tuple[str, str], ...] = (("chunking.min_tokens", "chunking.target_tokens"),)
 

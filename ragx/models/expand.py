@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ProviderError
 from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_api_key, resolve_base_url
 
@@ -158,8 +159,7 @@ class ChatExpander:
         model = (model or "").strip()
         if not model:
             raise ValueError("expand.enabled is true but expand.model is empty: name the chat model the server serves")
-        if variants < 1:
-            raise ValueError(f"expand.variants must be at least 1, got {variants}")
+        check_bound("expand.variants", variants)
         self.model = model
         self.name = f"openai-chat:{model}"
         self.n = min(int(variants), MAX_VARIANTS)

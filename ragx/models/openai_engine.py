@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ConfigError, ProviderError
 from .base import ProgressFn, WordPieceCounter, check_batch
 
@@ -318,8 +319,7 @@ class OpenAIEmbedder:
         model = (model or "").strip()
         if not model:
             raise ValueError('engine "openai" needs embeddings.model: the model name the server serves')
-        if max_tokens < 8:
-            raise ValueError(f"embeddings.max_tokens must be at least 8, got {max_tokens}")
+        check_bound("embeddings.max_tokens", max_tokens)
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.doc_prefix = doc_prefix
