@@ -30,15 +30,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
+
+from lab.studies.harness import run_command, studied
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.files import file_run
 from ragx.scoring.score import _pre, prepare, score
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = (0.25, 0.5, 1.0)
-RESULTS = prf.OUT / "file-fusion-results.json"
+RESULTS = harness.OUT / "file-fusion-results.json"
 
 
 def file_fused(c, p, b: float):

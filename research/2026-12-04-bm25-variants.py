@@ -23,11 +23,10 @@ import sys
 from dataclasses import replace
 
 from lab.builds import prepare
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
+from lab.studies import harness
+from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.scoring.bm25 import DEFAULT_VARIANT, VARIANTS
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
-RESULTS = prf.OUT / "bm25-variants-results.json"
+RESULTS = harness.OUT / "bm25-variants-results.json"
 OTHERS = tuple(v for v in VARIANTS if v != DEFAULT_VARIANT)
 
 
@@ -36,12 +35,12 @@ def study(argv: list[str]) -> None:
     grid = [v for v in OTHERS if only is None or v == only]
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         coll, _corpus, _passes, meta, _qv, p = loaded
-        corpus, queries = prepare({"data_dir": str(prf.DATA / coll), "cache": None}, spec.rsplit("-", 1)[1])
+        corpus, queries = prepare({"data_dir": str(harness.DATA / coll), "cache": None}, spec.rsplit("-", 1)[1])
         for variant in grid:
-            caps = replace(prf.CAPS, bm25_variant=variant)
-            passes, variant_meta = prf.cached_passes(corpus, queries, prf.OUT / f"{spec}-bm25-{variant}", caps)
+            caps = replace(harness.CAPS, bm25_variant=variant)
+            passes, variant_meta = harness.cached_passes(corpus, queries, harness.OUT / f"{spec}-bm25-{variant}", caps)
             assert variant_meta["labels"] == meta["labels"]
-            mean, per_variant[variant] = prf.ndcg(passes, p.replace(bm25_variant=variant), variant_meta)
+            mean, per_variant[variant] = harness.ndcg(passes, p.replace(bm25_variant=variant), variant_meta)
             print(f"{spec} {variant} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 
