@@ -36,7 +36,8 @@ from lab.studies.harness import run_command, studied
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.files import file_run
-from ragx.scoring.score import _pre, prepare, score
+from ragx.scoring.score import combine, prepare, score
+
 GRID = (0.25, 0.5, 1.0)
 RESULTS = harness.OUT / "file-fusion-results.json"
 
@@ -51,7 +52,7 @@ def file_fused(c, p, b: float):
         top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)
         np.maximum.at(top, inv, leg)
         best.append(top[inv])
-    values = (1 - b) * pr.pre + b * _pre(p, *best)
+    values = (1 - b) * pr.pre + b * combine(p, *best)
     out = np.full(len(c.nodes), np.nan)
     out[cand] = values
     return replace(score(c, p, pr), order=cand[np.lexsort((c.nodes[cand], -values))], score=out)
