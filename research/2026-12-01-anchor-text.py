@@ -38,9 +38,9 @@ from lab.studies import harness
 
 from lab.studies.harness import run_command, studied
 
-from ragx.eval.reference import _stemmer  # noqa: E402
-from ragx.ingest import frontmatter  # noqa: E402
-from ragx.ingest.links import _FENCE, _WIKI, markdown_target, wikilink_target  # noqa: E402
+from ragx.eval.reference import _stemmer
+from ragx.ingest import frontmatter
+from ragx.ingest.links import _FENCE, _WIKI, markdown_target, wikilink_target
 
 GRID = tuple(f"{kind}{a}" for kind in ("d", "l", "dl") for a in (0.25, 0.5, 1.0))
 RESULTS = harness.OUT / "anchor-text-results.json"

@@ -26,8 +26,8 @@ from lab.studies import harness
 
 from lab.studies.harness import run_command
 
-from lab.builds import build, prepare  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
+from lab.builds import build, prepare
+from ragx.config import load_settings
 
 GRID = ("t128", "t160", "t256")  # t200 is the defaults' pass; 256 is all-MiniLM-L6-v2's max_seq_length (the hard cap)
 # "w<size>": the same model with its window raised to its 512 position embeddings (a copy of the bundled

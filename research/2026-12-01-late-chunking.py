@@ -34,8 +34,8 @@ from lab.studies import harness
 
 from lab.studies.harness import dense_mixes, run_command, studied
 
-from lab.passes import index_fingerprint  # noqa: E402
-from ragx.models.onnx_graph import OUTPUT_NAME  # noqa: E402
+from lab.passes import index_fingerprint
+from ragx.models.onnx_graph import OUTPUT_NAME
 
 GRID = (0.25, 0.5, 0.75, 1.0)  # fixed before the first run, as the sentence study's
 WINDOW = 512  # the bundled weights' position embeddings

@@ -90,7 +90,7 @@ def mentions(texts: dict[int, str], titles: dict[int, str], min_words: int) -> t
 class Mixed(anchor_study.Anchors):
     """The anchor-text study's scorer over given contexts (explicit anchors, and mentions)."""
 
-    def __init__(self, corpus, texts: list[str], targets: list[int]):  # noqa: D107 - no super(): no file reading
+    def __init__(self, corpus, texts: list[str], targets: list[int]):
         import bm25s
 
         paths = corpus.searcher.store.file_paths()

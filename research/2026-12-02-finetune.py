@@ -34,9 +34,9 @@ from lab.studies import harness
 
 from lab.studies.harness import run_command
 
-from lab.builds import build, prepare  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
-from ragx.eval.beir import read_qrels  # noqa: E402
+from lab.builds import build, prepare
+from ragx.config import load_settings
+from ragx.eval.beir import read_qrels
 
 TRAIN = ("scifact", "dendron-vault")
 MODEL = harness.OUT / "minilm-ft"

@@ -39,9 +39,9 @@ from lab.studies import harness
 
 from lab.studies.harness import run_command, studied
 
-from ragx.index.fts_tokens import shared  # noqa: E402
-from ragx.index.stop_words import STOP_WORDS  # noqa: E402
-from ragx.search.lexical import query_words  # noqa: E402
+from ragx.index.fts_tokens import shared
+from ragx.index.stop_words import STOP_WORDS
+from ragx.search.lexical import query_words
 
 FEATURES = ("od3", "uw8", "cover")
 GRID = (0.15, 0.3, 0.5)

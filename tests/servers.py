@@ -34,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         fake: FakeOpenAI = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         try:

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from lab.studies import signals  # noqa: E402
-from ragx.scoring.candidates import Candidates, PassCaps  # noqa: E402
-from ragx.scoring.score import minmax  # noqa: E402
+from lab.studies import signals
+from ragx.scoring.candidates import Candidates, PassCaps
+from ragx.scoring.score import minmax
 
 
 def _reference_rrf(c: Candidates, k: float = 60.0) -> np.ndarray:

@@ -64,7 +64,7 @@ def _safe_console(**options: Any) -> Any:
     from rich.console import Console
 
     class SafeConsole(Console):
-        def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
+        def print(self, *objects: Any, **kwargs: Any) -> None:
             super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
         def on_broken_pipe(self) -> None:

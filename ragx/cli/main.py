@@ -92,7 +92,7 @@ def run(argv: list[str] | None = None) -> None:
         fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument, bad value
         fail(usage_line(exc))
-    except Exception as exc:  # noqa: BLE001 - the boundary: never a traceback
+    except Exception as exc:
         if os.environ.get("RAGX_DEBUG"):
             raise
         error = as_error(exc)

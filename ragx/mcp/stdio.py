@@ -320,7 +320,7 @@ class _Loader(threading.Thread):
             # Tool calls may run in several threads: the store's lazily bound numpy loads here, in one
             # (lazy.py: first use from two threads at once is unsafe before Python 3.12).
             load_now(lazy_module("numpy"))
-        except BaseException as exc:  # re-raised by the main thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
             self.error = exc
 
 
