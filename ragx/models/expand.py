@@ -27,7 +27,7 @@ import numpy as np
 
 from ..config import check_bound
 from ..errors import ProviderError
-from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_api_key, resolve_base_url
+from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_base_url
 
 __all__ = ["ChatExpander", "Expansion", "ExpansionFormatError", "expansion_legs", "parse_answer", "prompt_hash"]
 
@@ -165,16 +165,9 @@ class ChatExpander:
         self.n = min(int(variants), MAX_VARIANTS)
         self.hyde = bool(hyde)
         self.base_url = resolve_base_url(base_url)
-        self.client = JsonClient(
-            self.base_url,
-            api_key=resolve_api_key(api_key_env, "expand"),
-            timeout=timeout,
-            max_retries=max_retries,
-            role="chat server",
-            section="expand",
-            backoff=backoff,
-            retry_timeouts=False,  # a generation too slow once is as slow the next time
-        )
+        # retry_timeouts off: a generation too slow once is as slow the next time
+        self.client = JsonClient(self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                                 role="chat server", section="expand", backoff=backoff, retry_timeouts=False)
         self._structured = True  # cleared when the server rejects response_format
         self.cache = cache  # an ExpansionCache (ragx/models/expand_cache.py), None = expand.cache off
 
