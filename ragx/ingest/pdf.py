@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .chunk import TEXT, Chunk, ChunkSettings, chunk_text
+from .filetypes import PDF_UNAVAILABLE
 
 
 KIND_PREFIX = "pdf:"
@@ -69,7 +70,7 @@ def extract(data: bytes) -> PdfText:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError:
-        raise PdfUnavailable('PDF text needs pypdf: pip install "ragx[pdf]"') from None
+        raise PdfUnavailable(PDF_UNAVAILABLE) from None
     try:
         with quiet_pypdf():
             reader = PdfReader(io.BytesIO(data))
