@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import NoIndexError, sqlite_error
+from .. import manifest_values
 from ..fts_tokens import FTS_TOKENIZER
 from .anchors import write_anchor_blobs
 from .temp import fill_temp_text
@@ -206,8 +207,11 @@ class StoreBase:
         finally:
             self.db.execute("COMMIT")
 
-    def manifest(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM manifest")}
+    def manifest(self, *, repairing: bool = False) -> dict[str, Any]:
+        """Every value checked (manifest_values.py): CorruptIndexError names a bad one; `repairing`
+        (a full run) drops the bad ones instead."""
+        rows = list(self.db.execute("SELECT key, value FROM manifest"))
+        return manifest_values.parsed(rows)[0] if repairing else manifest_values.checked(rows)
 
     @staticmethod
     def write_manifest(db: sqlite3.Connection, values: dict[str, Any]) -> None:
