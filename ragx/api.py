@@ -114,6 +114,16 @@ class Corpus:
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
 
+    def prepare_search(self) -> None:
+        """Load and open what a first query reads (a server does it before the query comes)."""
+        self.searcher.prepare()
+
+    def prepare_query_embedding(self) -> None:
+        """Load what the embedder's next query needs (engines without that step have nothing to load)."""
+        prepare = getattr(self.embedder, "prepare_query", None)
+        if callable(prepare):
+            prepare()
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
@@ -182,11 +192,14 @@ class Corpus:
         doc["evidence"] = {**verdict.describe(), "enforced": evidence_check}
         return doc
 
-    def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None) -> dict[str, Any]:
+    def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None,
+                 metrics: str = "ir", top: int = 0) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document.
 
         `queries` is a queries file or already-loaded LabelledQuery objects; `configs` holds `--config`
-        specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None.
+        specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None;
+        `metrics` the metric set ("ir", or "code" for file localisation: ragx/eval/metrics.py); with `top`,
+        the document also holds each configuration's `top` files per query ("top_files").
         """
         from .eval.presets import DEFAULT_CONFIGS, parse_config
         from .eval.queries import check_labelled_files, load_queries
@@ -206,7 +219,7 @@ class Corpus:
         searcher.refresh()
         check_labelled_files(labelled, searcher.store.files(), source or "the labelled queries")
         pairs_before = self._rerank_pairs()
-        result = run_eval(searcher, labelled, parsed, progress)
+        result = run_eval(searcher, labelled, parsed, progress, metrics)
         counts = searcher.store.counts()
         meta = {
             "corpus": str(self.root),
@@ -220,7 +233,10 @@ class Corpus:
         pairs_after = self._rerank_pairs()
         if pairs_after is not None:  # a reranker ran: pairs it computed vs read from its score cache
             meta["rerank_pairs"] = {k: v - (pairs_before or {}).get(k, 0) for k, v in pairs_after.items()}
-        return result.document(meta)
+        doc = result.document(meta)
+        if top:
+            doc["top_files"] = result.top_files(top)
+        return doc
 
     def _rerank_pairs(self) -> dict[str, int] | None:
         """Cross-encoder pairs computed and read from the score cache so far; None while no reranker was built."""

@@ -63,6 +63,7 @@ class EmbeddingSettings:
     precision: str           # "embedded": "fp32", or "int8" (the same graph dynamically quantised)
     doc_input_type: str      # "openai": the request's input_type for chunks (e.g. "passage"); "" = not sent
     query_input_type: str    # "openai": the request's input_type for queries (e.g. "query"); "" = not sent
+    in_flight: int           # "openai": requests in flight per endpoint (ragx/models/pool.py)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ LIMITS: dict[str, Limit] = {
     "embeddings.timeout": Limit(0, 86_400, low_open=True),
     "embeddings.max_retries": Limit(0, 100),
     "embeddings.max_tokens": Limit(8, 1_000_000),
+    "embeddings.in_flight": Limit(1, 64),
     "rerank.batch_size": Limit(1, 4096),
     "rerank.max_length": Limit(8, 100_000),
     "expand.timeout": Limit(0, 86_400, low_open=True),

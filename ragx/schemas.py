@@ -17,6 +17,7 @@ QUERY = "ragx.query.v1"
 FILES = "ragx.files.v1"
 INSPECT = "ragx.inspect.v1"
 EVAL = "ragx.eval.v2"  # v2: {"datasets": [per-dataset documents], "summary", "reference"}
+EVAL_SNAPSHOTS = "ragx.eval-snapshots.v1"  # `ragx eval snapshots`: {"repositories", "pooled", "steps", "reference"}
 DOCTOR = "ragx.doctor.v1"
 ERROR = "ragx.error.v1"
 GLOBAL = "ragx.global.v1"

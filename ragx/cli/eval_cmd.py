@@ -4,6 +4,8 @@ compared per query with a reference configuration.
     ragx eval QUERIES.jsonl [--config ...]                       over the current corpus
     ragx eval beir DATA_DIR [DATA_DIR ...] [--split test] [...]   BEIR folders: materialised, indexed (cached),
                                                                   evaluated, one summary across them
+    ragx eval snapshots DATA_DIR [--split S] [--repo R]          repository snapshots (swe-loc): each instance's
+                                                                  tree indexed incrementally, its issue evaluated
 
 Every input (options, configurations, baselines, output paths, the BEIR folders' layout) is checked
 before anything is materialised, indexed or evaluated: bad input costs one line and exit 2, never a run.
@@ -40,7 +42,7 @@ CONFIG_HELP = (f"name=preset,key=value,... (repeatable). Presets: {', '.join([*P
 
 @app.command("eval")
 def eval_command(
-    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR [DATA_DIR ...]", show_default=False)],
+    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR [DATA_DIR ...], or: snapshots DATA_DIR", show_default=False)],
     root: RootOpt = None,
     split: Annotated[Optional[str], typer.Option("--split", help="BEIR split to evaluate (beir mode; default: test).", show_default=False)] = None,
     cache: Annotated[Optional[Path], typer.Option("--cache", help="Where beir mode keeps the folder and its index (one DATA_DIR only).")] = None,
@@ -52,12 +54,23 @@ def eval_command(
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help=f"Gate tolerance (default: the baseline's, else {DEFAULT_TOLERANCE}).")] = None,
     write_baseline_to: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record this run's means as a baseline file (a folder with several datasets).")] = None,
     gap: Annotated[bool, typer.Option("--gap", help="Also run each collection's train split (where it has one) and show train and train - test per configuration (beir mode).")] = False,
+    repo: Annotated[Optional[list[str]], typer.Option("--repo", help="snapshots mode: only this repository (OWNER/NAME; repeatable).", show_default=False)] = None,
 ) -> None:
     """Evaluate retrieval (nDCG@10, R@5, R@10, R@100, MRR@10, MAP@100) for several configurations in one run,
-    with candidates scored per query and paired significance tests against a reference configuration."""
+    with candidates scored per query and paired significance tests against a reference configuration.
+    `ragx eval snapshots DATA_DIR`: file localisation (Acc@1/5/10, R@5, R@10, MRR) over repository snapshots."""
     from ..eval.suite import document, evaluate_dataset
 
     command = shlex.join(["ragx", *invocation])
+    if target[0] == "snapshots":
+        from .eval_snapshots import refuse_other_options, run_snapshots
+
+        refuse_other_options({"--root": root is not None, "--report": report is not None, "--gate": gate is not None,
+                              "--tolerance": tolerance is not None, "--write-baseline": write_baseline_to is not None, "--gap": gap})
+        run_snapshots(target[1:], split, cache, config, reference, repo, json_out, command, git_commit(Path(__file__).resolve().parent))
+        raise typer.Exit(0)
+    if repo:
+        raise UsageError("--repo applies to `ragx eval snapshots DATA_DIR`")
     # Every input is checked before anything is materialised, indexed or evaluated.
     planned = _plan(target, root, split, cache, gap, config, reference)
     _check_outputs(planned, report, gate, tolerance, write_baseline_to)

@@ -24,6 +24,10 @@ class RichReporter:
         warn(message)
 
 
+def _resumed(n: int) -> str:
+    return f", {counted(n, 'chunk')} resumed from an interrupted run's journal" if n else ""
+
+
 @app.command("index")
 def index_command(
     root: RootOpt = None,
@@ -40,7 +44,8 @@ def index_command(
         f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}"
         f"{f', {report.skipped} skipped (ragx status says why)' if report.skipped else ''}; "
         f"{counted(report.embedded_chunks, 'chunk')} embedded from {counted(len(report.embedded_files), 'file')}"
-        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
+        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}"
+        f"{_resumed(report.resumed_chunks)}; "
         f"index holds {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
         f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"

@@ -30,8 +30,10 @@ COMMAND_MODULES = {
 
 # One-shot reads do only small matrix products (one query's encoder pass, scoring a few hundred
 # candidates), where OpenBLAS's worker threads cost more than they save: 20-30x slower per product on
-# a busy 2-core machine. Set before numpy loads; an explicit setting in the environment wins.
-SINGLE_THREAD_BLAS = {"query", "status", "inspect"}
+# a busy 2-core machine. So does the MCP server's search (its first query's encoder pass in numpy took
+# 1.4 s instead of ~0.05 s on a loaded machine); its index runs embed on onnxruntime's own threads.
+# Set before numpy loads; an explicit setting in the environment wins.
+SINGLE_THREAD_BLAS = {"query", "status", "inspect", "mcp"}
 
 
 def _register(args: list[str]) -> None:

@@ -52,6 +52,7 @@ from .base import ProgressFn, WordPieceCounter, check_batch
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "EndpointDown",
     "JsonClient",
     "OpenAIEmbedder",
     "bundled_tokenizer",
@@ -186,10 +187,10 @@ class JsonClient:
         tries = self.max_retries + 1
         suffix = f"after {tries} attempts" if tries > 1 else "1 attempt"
         if last.startswith("unreachable"):
-            raise self._fail(f"{last}", f"{suffix}; {self._unreachable_hint()}")
+            raise EndpointDown(last, self._fail(f"{last}", f"{suffix}; {self._unreachable_hint()}"))
         if last.startswith("timed out"):
-            raise self._fail(last, f"{suffix}; raise {self.section}.timeout or check the server")
-        raise self._fail(f"failed: {last}", f"{suffix}; check the server's log")
+            raise EndpointDown(last, self._fail(last, f"{suffix}; raise {self.section}.timeout or check the server"))
+        raise EndpointDown(last, self._fail(f"failed: {last}", f"{suffix}; check the server's log"))
 
     def _once(self, url: str, body: bytes) -> dict[str, Any]:
         self.attempts += 1
@@ -261,6 +262,15 @@ class HTTPStatusError(ProviderError):
     def __init__(self, status: int, error: ProviderError):
         super().__init__(str(error))
         self.status = status
+
+
+class EndpointDown(ProviderError):
+    """The server failed in a way another server (or a later try) may not: unreachable, timed out, 5xx, 429.
+    `reason` says how, in a few words; the pool (ragx/models/pool.py) rests the server and retries elsewhere."""
+
+    def __init__(self, reason: str, error: ProviderError):
+        super().__init__(str(error))
+        self.reason = reason
 
 
 def _error_message(body: str) -> str:
@@ -357,6 +367,11 @@ class OpenAIEmbedder:
         assert self._dim is not None
         return self._dim
 
+    @property
+    def known_dim(self) -> int | None:
+        """The dimension once a response told it, without asking the server."""
+        return self._dim
+
     def __repr__(self) -> str:
         return f"OpenAIEmbedder({self.model!r}, base_url={self.base_url!r})"
 
@@ -378,7 +393,7 @@ class OpenAIEmbedder:
         out: np.ndarray | None = None
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            vecs = self._request([self.doc_prefix + texts[i] for i in idx], self.doc_input_type)
+            vecs = self.embed_batch([texts[i] for i in idx])
             if out is None:
                 out = np.empty((n, vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
@@ -386,6 +401,10 @@ class OpenAIEmbedder:
                 progress(len(idx))
         assert out is not None
         return out
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """One request for exactly these texts (the pool's unit of work): rows in input order."""
+        return self._request([self.doc_prefix + t for t in texts], self.doc_input_type)
 
     def _request(self, inputs: list[str], input_type: str = "") -> np.ndarray:
         # Some servers reject empty strings; a space embeds the same "nothing".

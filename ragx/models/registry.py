@@ -10,7 +10,8 @@ Engines:
   with onnxruntime; opts ``cache_dir``, ``threads``, ``precision`` (``"fp32"`` or ``"int8"``).
 * ``"openai"`` -- an OpenAI-compatible ``POST {base_url}/embeddings``; ``model`` is the served model
   name; opts ``base_url``, ``api_key_env``, ``doc_prefix``, ``query_prefix``, ``timeout``,
-  ``max_retries``, ``max_tokens``, ``tokenizer``, ``doc_input_type``, ``query_input_type`` (see :mod:`ragx.models.openai_engine`).
+  ``max_retries``, ``max_tokens``, ``tokenizer``, ``doc_input_type``, ``query_input_type`` (see :mod:`ragx.models.openai_engine`),
+  ``in_flight``; a ``base_url`` listing several servers makes a pool of them (:mod:`ragx.models.pool`).
 * ``"sentence-transformers"`` -- ``SentenceTransformer(model)`` in process (torch); ``model`` is a
   local directory or a hub name; opts ``doc_prefix``, ``query_prefix``, ``device``.
 
@@ -48,7 +49,7 @@ EngineFactory = Callable[..., Embedder]
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
     "embedded": ("precision",),
     "openai": ("base_url", "api_key_env", "doc_prefix", "query_prefix", "timeout", "max_retries", "max_tokens", "tokenizer",
-               "doc_input_type", "query_input_type"),
+               "doc_input_type", "query_input_type", "in_flight"),
     "sentence-transformers": ("doc_prefix", "query_prefix", "device"),
 }
 
@@ -73,10 +74,20 @@ def _make_embedded(model: str, **opts: Any) -> Embedder:
 
 
 def _make_openai(model: str, **opts: Any) -> Embedder:
+    """One server: the engine itself. Several (``base_url`` lists them) or ``in_flight`` > 1: a pool of
+    engines, one per server, each trying once per request (the pool retries elsewhere)."""
     from .openai_engine import OpenAIEmbedder
 
     _check_opts("openai", opts, {*ENGINE_OPTIONS["openai"], "backoff"})
-    return OpenAIEmbedder(model, **opts)
+    in_flight = int(opts.pop("in_flight", 1))
+    from .pool import EmbeddingPool, split_base_urls
+
+    urls = split_base_urls(opts.pop("base_url", "") or "")
+    if len(urls) == 1 and in_flight == 1:
+        return OpenAIEmbedder(model, base_url=urls[0], **opts)
+    retries = int(opts.pop("max_retries", 3))
+    engines = [OpenAIEmbedder(model, base_url=url, max_retries=0, **opts) for url in urls]
+    return EmbeddingPool(engines, in_flight=in_flight, max_retries=retries)
 
 
 def _make_sentence_transformers(model: str, **opts: Any) -> Embedder:

@@ -119,6 +119,12 @@ class Searcher:
         with self.reading():
             pass
 
+    def prepare(self) -> None:
+        """Open what the first query reads before it comes: the committed generation (arrays, ANN index)
+        and the embedder (made, and checked against the index's)."""
+        self.refresh()
+        self.check_model()
+
     def check_model(self) -> None:
         check_embedder(self.manifest, self.embedder)
 
