@@ -4,12 +4,11 @@
 # string (compile + eval) on each start-up.
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, RagxError
-from .app import JsonOpt, RootOpt, app, emit_json, out
+from .app import JsonOpt, RootOpt, app, emit_json, escape, out
 
 _STYLE = {"ok": "green", "fail": "bold red", "skip": "dim"}
 

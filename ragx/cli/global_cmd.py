@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..errors import EXIT_EMPTY
-from .app import emit_json, one_line, out
+from .app import emit_json, escape, one_line, out
 
 DEFAULT_TOP = 5        # communities shown when --top is not given
 CHUNKS_PER_TOPIC = 3   # best chunks listed under each community

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
 
 from ..errors import REBUILD, CorruptIndexError, NoIndexError, sqlite_error
 from ..lookup import find_sorted
+from . import manifest_values
 from .dates import DATE_RULES
 from .fts_tokens import FTS_TOKENIZER
 
@@ -316,8 +317,11 @@ class Store:
             self.db.execute("COMMIT")
 
     # ---- manifest -------------------------------------------------------------------------------
-    def manifest(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM manifest")}
+    def manifest(self, *, repairing: bool = False) -> dict[str, Any]:
+        """Every value checked (manifest_values.py): CorruptIndexError names a bad one; `repairing`
+        (a full run) drops the bad ones instead."""
+        rows = list(self.db.execute("SELECT key, value FROM manifest"))
+        return manifest_values.parsed(rows)[0] if repairing else manifest_values.checked(rows)
 
     @staticmethod
     def write_manifest(db: sqlite3.Connection, values: dict[str, Any]) -> None:
