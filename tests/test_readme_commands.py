@@ -39,7 +39,9 @@ def _segments(line: str) -> list[list[str]]:
             tokens = shlex.split(part)
         except ValueError:  # an unbalanced quote in prose: plain words will do for the option check
             tokens = part.split()
-        if tokens and PROGRAM.match(tokens[0]):
+        while tokens and re.match(r"^[A-Za-z_]\w*=", tokens[0]):  # VAR=value before the program
+            tokens = tokens[1:]
+        if tokens and PROGRAM.match(tokens[0]) and not (len(tokens) > 1 and tokens[1].startswith(("<", "...", "…"))):  # `ragx <command>`, `ragx ...`
             out.append(["ragx", *tokens[1:]])
     return out
 
