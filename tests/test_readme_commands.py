@@ -150,3 +150,14 @@ def test_the_readme_stays_short_and_every_install_block_is_checked():
     assert set(blocks) == {"full", "light", "pipx", "uv"} and set(blocks) <= set(check_installs.WHERE)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "scripts/check_installs.py" in ci and "mkdocs build --strict" in ci
+
+
+def test_every_script_the_readme_and_docs_run_exists():
+    """`bash scripts/x`, `python scripts/y.py`: a moved script must take its README and docs lines along."""
+    missing = []
+    for page in PAGES:
+        for block in FENCE.findall(page.read_text(encoding="utf-8")):
+            for path in re.findall(r"(?:^|\s)((?:scripts|\.ci)/[\w./-]+)", block, re.M):
+                if not (ROOT / path).exists():
+                    missing.append(f"{page.name}: {path}")
+    assert not missing, "\n".join(missing)
