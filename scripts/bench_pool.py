@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ragx.index.embedding import batch_plan
-from ragx.index.plan import text_keys
+from ragx.text_keys import text_keys
 from ragx.models.pool import EmbeddingPool
 from ragx.models.registry import make_embedder
 
