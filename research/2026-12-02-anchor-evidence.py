@@ -12,7 +12,7 @@ The variant: the dense evidence is the best value of the ranking's own dense sig
 candidates (anchors mixed in exactly as scoring mixes them); the lexical evidence is unchanged (an
 anchor document's BM25 has its own corpus statistics, not the chunks' scale). Only a collection with
 links can change (of the shared ones: dendron-vault, as the corpus a query runs against). Both rules
-are calibrated by the same procedure on TRAIN (scripts/bench_no_match.py --calibrate: scifact and
+are calibrated by the same procedure on TRAIN (scripts/bench/bench_no_match.py --calibrate: scifact and
 dendron-vault train queries, real against their own corpus, foreign against the other three corpora;
 the pair that rejects the most foreign queries while real ones lose at most 0.5%); the test splits are
 then run once with each rule's train thresholds.
@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
-from lab.studies.research_scripts import load_script  # noqa: E402
+from lab.studies import harness  # noqa: E402
 from ragx.search.anchor_signals import anchor_signals  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 
-OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
+OUT = harness.OUT
 THRESHOLDS = OUT / "anchor-evidence-thresholds.json"
 RULES = ("chunks", "anchored")  # today's rule; the variant
 

@@ -22,7 +22,7 @@ Two calibrations, as in research/2026-12-04-leg-agreement.md:
 
 * `train`    -- scifact and dendron-vault train queries (real against their own corpus, foreign against
                 the other three corpora): the thresholds that reject the most foreign queries while real
-                ones lose at most 0.5% (scripts/bench_no_match.py --calibrate's procedure);
+                ones lose at most 0.5% (scripts/bench/bench_no_match.py --calibrate's procedure);
 * `kfold`    -- those train queries plus one half of Cranfield's and MuSiQue-small's (no train split), the
                 fewest real losses (worst collection, then pooled) while every foreign calibration pair
                 stays at least 85% empty; those two collections reported on their other half, SciFact and
@@ -48,14 +48,15 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
 from lab.studies.research_scripts import load_script  # noqa: E402
+from lab.studies import harness  # noqa: E402
 from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.index.fts_tokens import shared  # noqa: E402
-from ragx.index.lexicon import K1  # noqa: E402
+from ragx.scoring.bm25 import K1  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 
 legs = load_script("2026-12-04-leg-agreement.py")  # its report and its 2-fold split
-OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
+OUT = harness.OUT
 THRESHOLDS = OUT / "contrast-evidence-thresholds.json"
 RULES = ("or", "gap", "z", "share")
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)

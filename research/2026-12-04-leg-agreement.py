@@ -16,7 +16,7 @@ tops rarely share a file. The variants add that agreement as evidence:
                  pair stays at least 85% empty (5 points over the 80% target), instead of the most
                  foreign rejection at a real loss of at most 0.5%.
 
-Each is calibrated by the same procedure on TRAIN (as scripts/bench_no_match.py --calibrate: scifact
+Each is calibrated by the same procedure on TRAIN (as scripts/bench/bench_no_match.py --calibrate: scifact
 and dendron-vault train queries, real against their own corpus, foreign against the other three
 corpora; the thresholds that reject the most foreign queries while real ones lose at most 0.5%); the
 test splits are then run once with each rule's train thresholds.
@@ -45,11 +45,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
-from lab.studies.research_scripts import load_script  # noqa: E402
+from lab.studies import harness  # noqa: E402
 from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 
-OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
+OUT = harness.OUT
 THRESHOLDS = OUT / "leg-agreement-thresholds.json"
 RULES = ("or", "agree", "overlap", "balanced")
 MAX_LOSS = 0.005

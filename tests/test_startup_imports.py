@@ -22,7 +22,7 @@ NOT_FOR_READS = ("rich", "mcp", "mcp_types", "pydantic", "ragx.index.build", "ra
 NOT_FOR_QUERY = ("ragx.index.diff", "ragx.ingest.discover", "pathspec", "numpy.ma", "ragx.ingest.links",
                  "ragx.ingest.frontmatter")
 # The drift walk of a corpus without .gitignore files or include/exclude globs matches no pattern. Nor
-# numpy (50-60 ms): status's quick integrity check compares fingerprints and checksums (api._verify);
+# numpy (50-60 ms): status's quick integrity check compares fingerprints and checksums (ragx/index/verify.py);
 # the store binds numpy lazily, so `numpy` is in sys.modules unloaded and its package body never runs.
 NOT_FOR_STATUS = ("pathspec", "numpy._core", "numpy.ma")
 

@@ -67,7 +67,7 @@ def _safe_console(**options: Any) -> Any:
     from rich.console import Console
 
     class SafeConsole(Console):
-        def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's own name
+        def print(self, *objects: Any, **kwargs: Any) -> None:
             super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
         def on_broken_pipe(self) -> None:
@@ -153,10 +153,14 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def warn(message: str) -> None:
-    err.print(f"[yellow]ragx: warning:[/] {escape(message)}", markup=True)
-
-
 def echo(text: str) -> None:
     """A plain line on stdout (no markup), made terminal-safe like everything `out` prints."""
     out.print(text, markup=False)
+
+
+def print_weak_evidence(doc: dict, listed: str = "results") -> None:
+    """Results (or --global's communities) shown although the evidence rule found nothing relevant
+    (--no-evidence-check) say so first."""
+    evidence = doc.get("evidence", {})
+    if doc[listed] and not evidence.get("match", True):
+        out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

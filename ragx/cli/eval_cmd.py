@@ -168,7 +168,7 @@ def _plan(target: list[str], root, split: Optional[str], cache: Optional[Path], 
 def _open_beir(data_dir: Path, folder: Path, split: str, gap: bool) -> tuple[Any, Path, Optional[Path]]:
     """Materialise and index one BEIR collection: (Corpus, its split's queries, its train queries or None).
     The train file is there only with --gap, for a collection that has a train split other than `split`."""
-    from ..eval.beir import open_collection
+    from ..api import open_collection
     from .index_cmd import RichReporter
 
     corpus, made, index_report = open_collection(data_dir, folder, split, reporter=RichReporter(), also=("train",) if gap else ())

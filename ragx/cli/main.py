@@ -104,7 +104,7 @@ def run(argv: list[str] | None = None) -> None:
             sys.stdout.write(exc.format_message() + "\n")
             sys.exit(EXIT_ERROR)
         fail(usage_line(exc))
-    except Exception as exc:  # noqa: BLE001 - the boundary: never a traceback
+    except Exception as exc:
         if os.environ.get("RAGX_DEBUG"):
             raise
         error = as_error(exc)

@@ -11,7 +11,8 @@ import typer
 
 from .. import schemas
 from ..errors import UsageError
-from .app import JsonOpt, RootOpt, app, emit_json, err, escape, out, warn
+from ..log import warn
+from .app import JsonOpt, RootOpt, app, emit_json, err, escape, out
 
 
 @app.command("models")

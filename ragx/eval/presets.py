@@ -25,7 +25,7 @@ from typing import Callable
 
 from ..config import LIMITS, Limit, coerce, field_type
 from ..errors import ConfigError, UsageError
-from ..search.params import Params
+from ..scoring.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
 PRESETS: dict[str, Callable[[Params], Params]] = {
