@@ -167,6 +167,9 @@ LIMITS: dict[str, Limit] = {
     "search.link_weight": Limit(0, 1000),
     "search.anchor_dense": Limit(0, 1),
     "search.anchor_lexical": Limit(0, 1),
+    "search.prior_test": Limit(0, 1),
+    "search.prior_example": Limit(0, 1),
+    "search.prior_doc": Limit(0, 1),
     "search.min_dense_evidence": Limit(0, 1),
     "search.min_lexical_evidence": Limit(0, 1_000_000),
     "search.min_lexical_share": Limit(0, 1),
@@ -196,6 +199,12 @@ def _bm25_note(variant: str) -> str | None:
     from .search.evidence import calibration_note  # the thresholds' rule lives with the rule
 
     return calibration_note(variant)
+
+
+def _query_features() -> tuple[str, ...]:
+    from .search.query_features import MODES  # a leaf module (re only)
+
+    return MODES
 
 
 def _precisions() -> tuple[str, ...]:
@@ -248,6 +257,7 @@ CHOICES: dict[str, Choices] = {
     "embeddings.device": _DEVICE,
     "rerank.device": _DEVICE,
     "search.bm25_variant": Choices(_bm25_variants, note=_bm25_note),
+    "search.query_features": Choices(_query_features),
 }
 
 
