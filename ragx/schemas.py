@@ -25,6 +25,10 @@ EXPORT = "ragx.export.v1"
 IMPORT = "ragx.import.v1"
 MODELS = "ragx.models.v1"
 
+# How the `evidence.reason` of a query without evidence begins (search/evidence.py writes it): a shell
+# tells that empty answer from the others by it.
+NO_EVIDENCE = "no relevant evidence"
+
 
 def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"schema": schema, **payload}

@@ -618,6 +618,23 @@ def label_terms_damaged(s: Suite) -> None:
         s.restore(backup)
 
 
+@case("manifest-bad-value", "corruption")
+def manifest_bad_value(s: Suite) -> None:
+    """Issue 42, item 3: a manifest value ragx did not write was `internal error: ValueError`."""
+    backup = s.backup()
+    con = sqlite3.connect(s.index_dir / "index.sqlite")
+    with con:
+        con.execute("UPDATE manifest SET value = ? WHERE key = 'generation'", ('"x"',))
+    con.close()
+    for args in (("query", "wings"), ("status",), ("index",)):
+        run = s.ragx(*args, "--root", str(s.corpus))
+        s.record('manifest generation = "x"', "ragx " + " ".join(args), run, contains=("generation", "ragx index --full"),
+                 absent=("internal error",), check_intact=False)
+    run = s.ragx("index", "--full", "--root", str(s.corpus))
+    s.record('manifest generation = "x"', "ragx index --full (the repair)", run, expect=0, check_intact=False)
+    s.restore(backup)
+
+
 def _flip(path: Path, offset: int) -> None:
     with open(path, "r+b") as fh:
         fh.seek(offset)

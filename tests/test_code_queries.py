@@ -11,7 +11,8 @@ from test_score import BASE, make
 
 from ragx.ingest.file_roles import DOC, EXAMPLE, OTHER, SOURCE, TEST, role_of
 from ragx.search.query_features import features, is_issue, lexical_text
-from ragx.search.score import rank_files, score
+from ragx.scoring.files import rank_files
+from ragx.scoring.score import score
 
 from conftest import DATA
 

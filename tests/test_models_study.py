@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("polars")
 
-from fakes import HashEmbedder  # noqa: E402
-from servers import FakeOpenAI, free_port  # noqa: E402
+from fakes import HashEmbedder
+from servers import FakeOpenAI, free_port
 
-import ragx.models.registry as registry  # noqa: E402
-from ragx.eval.vector_cache import CachedEmbedder, identity_folder  # noqa: E402
-from ragx.models.openai_engine import OpenAIEmbedder  # noqa: E402
+import ragx.models.registry as registry
+from ragx.eval.vector_cache import CachedEmbedder, identity_folder
+from ragx.models.openai_engine import OpenAIEmbedder
 
 
 class CountingHash(HashEmbedder):

@@ -21,6 +21,7 @@ def refuse_other_options(used: dict[str, bool]) -> None:
 
 def run_snapshots(dirs: list[str], split: Optional[str], cache: Optional[Path], specs: Optional[list[str]],
                   reference: Optional[str], repos: Optional[list[str]], json_out: bool, command: str, commit: str) -> None:
+    from ..api import Corpus
     from ..config import load_settings
     from ..eval.snapshot_run import folder_for, run
     from ..eval.snapshots import cache_dir_for, load_instances
@@ -40,7 +41,7 @@ def run_snapshots(dirs: list[str], split: Optional[str], cache: Optional[Path], 
     n = sum(len(v) for v in chosen.values())
     err.print(f"{data_dir.resolve().name}: {n} instances of {len(chosen)} repositories; working folders in {folder}")
     with progress("replaying instances", total=n, unit="instances", console=err, transient=True) as advance:
-        doc = run(data_dir, chosen, folder, configs, reference, advance, RichReporter())
+        doc = run(data_dir, chosen, folder, configs, reference, Corpus.open, advance, RichReporter())
     console = err if json_out else out
     print_run(doc, console)
     if json_out:

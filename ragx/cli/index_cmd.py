@@ -10,8 +10,9 @@ import typer
 
 from .. import schemas
 from ..api import Corpus
+from ..log import warn
 from ..progress import progress
-from .app import JsonOpt, RootOpt, app, counted, emit_json, err, warn
+from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:

@@ -19,10 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..search.candidates import Candidates
-from ..search.params import Params
-from ..search.pipeline import Searcher
-from ..search.score import rank_files, score
+from ..scoring.candidates import Candidates
+from ..scoring.params import Params
+from ..search.searcher import Searcher
+from ..scoring.files import rank_files
+from ..scoring.score import score
 from . import budget
 from .metrics import METRIC_SETS, evaluate
 from .presets import EvalConfig

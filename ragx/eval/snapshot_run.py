@@ -32,11 +32,10 @@ def folder_for(cache: Path, repo: str) -> Path:
     return Path(cache) / repo.replace("/", "__")
 
 
-def replay(data_dir: Path, repo: str, instances: list[Instance], cache: Path, configs: list,
+def replay(data_dir: Path, repo: str, instances: list[Instance], cache: Path, configs: list, open_corpus: Callable[[Path], Any],
            progress: Callable[[int], None] | None = None, reporter=None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(one eval document per instance, one step record per instance), in commit order."""
-    from ..api import Corpus
-
+    """(one eval document per instance, one step record per instance), in commit order. `open_corpus`
+    is api.Corpus.open, given by the caller: eval sits below api and never imports it."""
     from .vector_cache import CachedEmbedder
 
     checkout = Checkout(bundle_path(data_dir, repo), folder_for(cache, repo))
@@ -46,7 +45,7 @@ def replay(data_dir: Path, repo: str, instances: list[Instance], cache: Path, co
         for inst in instances:
             move = checkout.move_to(inst.tag)
             if corpus is None:
-                corpus = Corpus.open(checkout.folder)
+                corpus = open_corpus(checkout.folder)
                 embedder = CachedEmbedder(corpus.embedder, Path(cache) / "vectors")
                 corpus.use_embedder(embedder)
             fresh, hits = not corpus.layout.exists(), embedder.hits
@@ -104,12 +103,12 @@ def _budgets(docs: list[dict[str, Any]], names: list[str]) -> dict[str, dict[str
 
 
 def run(data_dir: Path, chosen: dict[str, list[Instance]], cache: Path, configs: list, reference: str | None,
-        progress: Callable[[int], None] | None = None, reporter=None) -> dict[str, Any]:
+        open_corpus: Callable[[Path], Any], progress: Callable[[int], None] | None = None, reporter=None) -> dict[str, Any]:
     """Every chosen repository replayed; documents per repository, per split and pooled over all."""
     per_instance: dict[str, dict[str, Any]] = {}
     repos, steps = [], {}
     for repo, instances in chosen.items():
-        docs, steps[repo] = replay(data_dir, repo, instances, cache, configs, progress, reporter)
+        docs, steps[repo] = replay(data_dir, repo, instances, cache, configs, open_corpus, progress, reporter)
         per_instance.update({i.id: d for i, d in zip(instances, docs)})
         repos.append(pool(repo, _split_of(instances), docs, reference))
     everything = [i for instances in chosen.values() for i in instances]

@@ -3,7 +3,7 @@ repository snapshots (ragx/eval/snapshot_run.py) embeds each text once.
 
 Keyed by (model identity, text hash): the identity is the embedder's `name` (what the index manifest
 records, e.g. `embedded:all-MiniLM-L6-v2@468e4cf3+int8`), the hash is ragx's own xxh3-64 of the exact
-text embedded (`ragx.index.plan.text_keys`, the key ragx uses to reuse vectors inside one index).
+text embedded (`ragx.text_keys`, the key ragx uses to reuse vectors inside one index).
 One folder per identity holds shards: every slab of up to SLAB texts embedded appends one `.npz`
 (keys, vectors, seconds it took), written to a temporary name and renamed, so an interrupted run loses
 at most its last slab and a reader never sees half a shard. Two workers filling the same
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from ..index.plan import text_keys
+from ..text_keys import text_keys
 
 SLAB = 512  # texts embedded (and stored as one shard) at a time
 

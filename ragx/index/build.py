@@ -52,7 +52,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         if damage:
             raise CorruptIndexError(damage[0])
         (layout.dir / TERMS_CACHE).unlink(missing_ok=True)  # and counts every chunk's terms afresh
-    manifest = store.manifest()
+    manifest = store.manifest(repairing=full)  # a full run rebuilds what a bad value describes
     identity = index_identity(settings, embedder)
     full = full or needs_rechunk(manifest)
     if not full:

@@ -2,7 +2,7 @@
 run's next start embeds only what was not embedded yet.
 
 One append-only file per model identity beside the index (`.ragx/journal-<id>.vec`), keyed by the
-text's key (plan.text_keys). Each record is one embedded batch (its keys, its float32 vectors, a CRC of
+text's key (ragx.text_keys). Each record is one embedded batch (its keys, its float32 vectors, a CRC of
 both) written with one `write` call: a run killed mid-write leaves at most a torn last record, which
 the CRC rejects and the next open cuts off. The journal is never part of the committed index: the run
 that commits a generation deletes it (its vectors are in the index then).

@@ -17,9 +17,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import xxhash
 
 from ..lookup import find_sorted
+from ..text_keys import text_keys
 
 REFIT_SHARE = 0.8
 
@@ -29,18 +29,13 @@ REFIT_SHARE = 0.8
 COUNTING_RULE = 2
 
 
-def text_keys(texts: list[str]) -> np.ndarray:
-    return np.fromiter((xxhash.xxh3_64_intdigest(t.encode("utf-8"), seed=COUNTING_RULE) for t in texts),
-                       dtype=np.uint64, count=len(texts))
-
-
 def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, min_df: int):
     """(chunks x terms CSR matrix in the order of `ids`, terms) or None when no term survives."""
     from scipy import sparse
 
     from .terms import Vocabulary, fit_sample
 
-    keys = text_keys(texts)
+    keys = text_keys(texts, seed=COUNTING_RULE)
     cached = _load(cache) if cache is not None else None
     if cached is not None and cache is not None:
         c_ids, c_keys, c_fitted, c_counts, terms = cached

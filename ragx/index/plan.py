@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
-import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError, UsageError
@@ -22,6 +21,7 @@ from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
 from ..lookup import find_sorted
+from ..text_keys import text_keys
 from ..ingest.filetypes import MARKDOWN, is_pdf
 from ..ingest.anchors import extract as extract_anchors
 from ..ingest.links import extract as extract_links
@@ -287,10 +287,6 @@ def indexed_chunk_ids(layout: Layout, store: Store, manifest: dict) -> np.ndarra
         return Snapshot.chunk_ids(layout.gen(int(manifest.get("generation", 0))), manifest.get("checksums"))
     except (CorruptIndexError, OSError):
         return store.chunk_ids()
-
-
-def text_keys(texts: list[str]) -> np.ndarray:
-    return np.array([xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts], dtype=np.uint64)
 
 
 def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, pool: np.ndarray | None = None):

@@ -12,10 +12,12 @@ import posixpath
 
 import numpy as np
 
+from ..scoring.candidates import ROLE_DOC as DOC
+from ..scoring.candidates import ROLE_EXAMPLE as EXAMPLE
+from ..scoring.candidates import ROLE_OTHER as OTHER
+from ..scoring.candidates import ROLE_SOURCE as SOURCE
+from ..scoring.candidates import ROLE_TEST as TEST
 from .filetypes import CODE, DOCUMENT_EXTENSIONS, EXTENSION_KINDS, NAME_KINDS
-
-SOURCE, OTHER, TEST, EXAMPLE, DOC = 0, 1, 2, 3, 4
-NAMES = ("source", "other", "test", "example", "doc")
 
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "test_data", "testdata"})
 _EXAMPLE_DIRS = frozenset({"example", "examples", "demo", "demos", "sample", "samples", "tutorial", "tutorials"})

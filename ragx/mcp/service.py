@@ -185,7 +185,7 @@ class Service:
                 corpus = self.corpus()
                 corpus.prepare_search()
             corpus.prepare_query_embedding()  # under the embedder's own lock: searches may go on
-        except Exception:  # noqa: BLE001 - no index yet, a config mistake: the call says so
+        except Exception:
             log.debug("could not prepare the next search", exc_info=True)
 
     # ---- tools -----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..log import warn
 
 log = logging.getLogger("ragx.mcp")
 # Seconds the SDK waits to load when no tool call has come: loading it (~0.8 s of CPU) would slow a
@@ -332,7 +333,7 @@ class _Loader(threading.Thread):
             from .server import build_server
 
             self.server = build_server(self.service)
-        except BaseException as exc:  # re-raised by the main thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
             self.error = exc
         finally:
             self.warm.set()
@@ -397,13 +398,10 @@ def serve(root: str | None = None, *, verbose: bool = False) -> None:
     service = Service(root)  # NoCorpusError (bad --root) ends the command with exit 2, before serving
     print(f"ragx mcp: serving {service.root} over stdio (ragx {__version__})", file=sys.stderr, flush=True)
     if service.refusal:
-        print(f"ragx mcp: warning: {service.refusal}", file=sys.stderr, flush=True)
+        warn(service.refusal, program="ragx mcp")
     elif not service.marked:
-        print(
-            f"ragx mcp: warning: no ragx.toml or .ragx/ at or above {service.root}: serving the working "
-            "directory as the corpus; pass --root to choose one",
-            file=sys.stderr, flush=True,
-        )
+        warn(f"no ragx.toml or .ragx/ at or above {service.root}: serving the working directory as the corpus; "
+             "pass --root to choose one", program="ragx mcp")
     try:
         _serve_wire(service)
     finally:

@@ -117,7 +117,7 @@ class EmbeddedEmbedder:
         threads: int | None = None,
         precision: str = "fp32",
     ) -> None:
-        from .quantize import PRECISIONS
+        from ..config import PRECISIONS
 
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} for the embedded engine (accepted: {', '.join(PRECISIONS)})")
@@ -274,12 +274,7 @@ class EmbeddedEmbedder:
                 self._numpy = NumpyBert(self.model_dir)
         return self._numpy or None
 
-    def embed_documents(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-    ) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress: ProgressFn | None = None) -> np.ndarray:
         n = check_batch(texts, batch_size)
         if self.precision == "int8":
             # Dynamic quantisation scales activations per batch: one text at a time keeps each vector a

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ConfigError, ProviderError
 from .base import ProgressFn, WordPieceCounter, check_batch
 
@@ -124,14 +125,15 @@ class JsonClient:
     """POST JSON to ``{base_url}{path}`` with bounded retries; every failure is one ProviderError line.
 
     ``role`` names the server in messages ("embedding server"), ``section`` is the config section
-    whose keys the hints name ("embeddings", "expand").
+    whose keys the hints name and whose bounds the timeout and retries keep ("embeddings", "expand");
+    the key comes from the variable ``api_key_env`` names (``resolve_api_key``).
     """
 
     def __init__(
         self,
         base_url: str,
         *,
-        api_key: str | None,
+        api_key_env: str,
         timeout: float,
         max_retries: int,
         role: str,
@@ -139,10 +141,9 @@ class JsonClient:
         backoff: float = 0.5,
         retry_timeouts: bool = True,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"{section}.timeout must be positive, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"{section}.max_retries must be >= 0, got {max_retries}")
+        check_bound(f"{section}.timeout", timeout)
+        check_bound(f"{section}.max_retries", max_retries)
+        api_key = resolve_api_key(api_key_env, section)
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -328,8 +329,7 @@ class OpenAIEmbedder:
         model = (model or "").strip()
         if not model:
             raise ValueError('engine "openai" needs embeddings.model: the model name the server serves')
-        if max_tokens < 8:
-            raise ValueError(f"embeddings.max_tokens must be at least 8, got {max_tokens}")
+        check_bound("embeddings.max_tokens", max_tokens)
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.doc_prefix = doc_prefix
@@ -341,15 +341,8 @@ class OpenAIEmbedder:
         self.tokenizer_path = Path(tokenizer).expanduser() if tokenizer.strip() else None
         if self.tokenizer_path is not None and not self.tokenizer_path.is_file():
             raise ValueError(f"embeddings.tokenizer {tokenizer!r} is not a tokenizer.json file")
-        self.client = JsonClient(
-            self.base_url,
-            api_key=resolve_api_key(api_key_env, "embeddings"),
-            timeout=timeout,
-            max_retries=max_retries,
-            role="embedding server",
-            section="embeddings",
-            backoff=backoff,
-        )
+        self.client = JsonClient(self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                                 role="embedding server", section="embeddings", backoff=backoff)
         self.served_model: str | None = None  # the model id the server reports, once it answered
         self._dim: int | None = None
         self._counter: WordPieceCounter | None = None

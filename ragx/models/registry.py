@@ -21,16 +21,15 @@ Adding an engine (extension point): write ``ragx/models/<engine>.py`` with a cla
 :func:`embedder_options`.
 
 Degraded providers (a reranker that cannot load, an expansion call that failed) do not stop a query;
-they report through :func:`warn_once`, which prints each distinct warning once per process.
+they report through :func:`ragx.log.warn_once`, which prints each distinct warning once per process.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..config import add_engine
 from .base import Embedder
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "make_expander",
     "make_reranker",
     "register_engine",
-    "warn_once",
 ]
 
 EngineFactory = Callable[..., Embedder]
@@ -107,6 +105,7 @@ _ENGINES: dict[str, EngineFactory] = {
 def register_engine(engine: str, factory: EngineFactory) -> None:
     """Register (or replace) the factory for ``engine``."""
     _ENGINES[engine] = factory
+    add_engine(engine)
 
 
 def available_engines() -> list[str]:
@@ -158,23 +157,3 @@ def make_expander(expand: Any) -> Any | None:
         hyde=expand.hyde,
         cache=ExpansionCache() if expand.cache else None,
     )
-
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: str, message: str) -> bool:
-    """Print ``ragx: warning: <message>`` on stderr the first time ``key`` is seen in this process."""
-    with _warned_lock:
-        if key in _warned:
-            return False
-        _warned.add(key)
-    print(f"ragx: warning: {message}", file=sys.stderr, flush=True)
-    return True
-
-
-def reset_warnings() -> None:
-    """Forget which warnings were printed (tests)."""
-    with _warned_lock:
-        _warned.clear()

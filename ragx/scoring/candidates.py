@@ -12,11 +12,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..index.bm25 import DEFAULT_VARIANT
-from ..index.lexicon import B, K1
+from .bm25 import B, DEFAULT_VARIANT, K1
 
 
-ROLE_SOURCE, ROLE_OTHER, ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC = 0, 1, 2, 3, 4  # as ragx/ingest/file_roles.py
+# A file's role in a code repository (ragx/ingest/file_roles.py reads it from the path; role_prior weighs it).
+ROLE_SOURCE, ROLE_OTHER, ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC = 0, 1, 2, 3, 4
+# [search] query_features: "issues" reads a query that is a pasted issue for its prose and names (search/query_features.py).
+QUERY_FEATURES = ("off", "issues")
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MODES = ("off", "issues")    # [search] query_features: "issues" reads a query that is an issue as below
-ISSUES = "issues"
+ISSUES = "issues"  # the [search] query_features value that reads an issue as below (scoring.candidates.QUERY_FEATURES)
 LONG = 60  # words: a query at least this long, or holding a code block or a traceback, is read as an issue
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
