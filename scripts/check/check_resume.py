@@ -2,7 +2,7 @@
 """kill -9 of a first `ragx index` at about 90% of its embedding, then `ragx index` again: how much is
 embedded again, and is the index the one a run never killed makes?
 
-    python scripts/check_resume.py [--data ../shared/data/cranfield] [--docs 1400] [--at 0.9] [--work DIR]
+    python scripts/check/check_resume.py [--data ../shared/data/cranfield] [--docs 1400] [--at 0.9] [--work DIR]
 
 Writes the collection's documents as Markdown files twice (`clean/`, `killed/`), indexes `clean/` once
 (the reference, and the number of texts to embed), starts `ragx index` on `killed/`, watches its vector

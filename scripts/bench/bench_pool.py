@@ -2,9 +2,9 @@
 """Throughput of the embedding pool: one server against two, each pinned to its own core, on the same
 chunks; then two servers with one killed mid-run.
 
-    python scripts/bench_pool.py [--chunks 20000] [--data ../shared/data/scifact] [--batch 16] [--in-flight 2]
+    python scripts/bench/bench_pool.py [--chunks 20000] [--data ../shared/data/scifact] [--batch 16] [--in-flight 2]
 
-Starts two `scripts/serve_embeddings.py` servers (ragx's embedded all-MiniLM-L6-v2, one onnxruntime
+Starts two `scripts/tools/serve_embeddings.py` servers (ragx's embedded all-MiniLM-L6-v2, one onnxruntime
 thread, BLAS threads 1), the first under `taskset -c 0`, the second under `taskset -c 1`. The chunks are
 50-word windows of the collection's documents. Three runs through `make_embedder("openai", ...)` with
 the same batches (ragx/index/embedding.py's plan):
@@ -33,7 +33,7 @@ from ragx.text_keys import text_keys
 from ragx.models.pool import EmbeddingPool
 from ragx.models.registry import make_embedder
 
-SERVE = Path(__file__).with_name("serve_embeddings.py")
+SERVE = Path(__file__).resolve().parent.parent / "tools" / "serve_embeddings.py"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
