@@ -40,7 +40,8 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
                  command: str = "python -m lab promote") -> dict[str, Any]:
     """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
     dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
-    from ragx.eval.beir import cache_dir_for, open_collection
+    from ragx.api import open_collection
+    from ragx.eval.beir import cache_dir_for
     from ragx.eval.suite import evaluate_dataset
 
     data_dir = Path(dataset["data_dir"])

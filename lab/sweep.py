@@ -18,8 +18,8 @@ import numpy as np
 
 from ragx.eval.presets import EvalConfig
 from ragx.scoring.candidates import shared_bm25
-from ragx.search.candidates import PassCaps
-from ragx.search.params import Params
+from ragx.scoring.candidates import PassCaps
+from ragx.scoring.params import Params
 
 from .builds import build, prepare
 from .caches import read_ref, shared_passes
@@ -212,6 +212,40 @@ def sampler_seed(seed: int, worker: int, trials_in_study: int) -> int:
     return int(seed) + worker + 1_000_003 * trials_in_study
 
 
+def _open_study(cfg, worker: int, sets: list[str], bm25: dict):
+    """The study (created, or loaded to resume) with this worker's sampler and what it is tuned on."""
+    import optuna
+
+    study = optuna.create_study(
+        study_name=cfg.optuna.study_name,
+        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
+        direction="maximize",
+        load_if_exists=True,
+    )
+    # what the study was tuned on: promotion refuses a study whose training data is held out
+    study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
+    study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
+    study.set_user_attr("bm25", bm25)
+    return study
+
+
+def _batch_functions(evaluate, space: dict, defaults, builds: list[str], me: str, run_id: str):
+    """(propose, evaluate_many) for lab.batches.run_batches: a trial's build and params suggested; a
+    batch re-scored together, each trial's metrics, worker, MLflow run and share of the time kept."""
+
+    def propose(trial) -> tuple[str, Params]:
+        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
+        return name, suggest(trial, space, defaults)
+
+    def evaluate_many(proposals: list[tuple[str, Params]]) -> list[tuple[float, dict[str, Any]]]:
+        began = time.perf_counter()
+        results = evaluate.many(proposals)
+        each = (time.perf_counter() - began) / len(proposals)  # vs the trial's wall time: overheads
+        return [(v, {"worker": me, "mlflow_run": run_id, "rescore_seconds": each, **attrs}) for v, attrs in results]
+
+    return propose, evaluate_many
+
+
 @package_search_defaults()
 def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None) -> dict[str, Any]:
     """One worker of a study. `n_trials`: this worker's trials; `study_trials`: run until the study holds
@@ -234,42 +268,17 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     evaluate = Objective(sets, objective_name, defaults, cfg.get("guard", 1.0))
     names = "+".join(sets)
 
-    study = optuna.create_study(
-        study_name=cfg.optuna.study_name,
-        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
-        direction="maximize",
-        load_if_exists=True,
-    )
+    study = _open_study(cfg, worker, list(sets), bm25)
     sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
-    # what the study was tuned on: promotion refuses a study whose training data is held out
-    study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
-    study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
-    study.set_user_attr("bm25", bm25)
     before = rerank_counts(data)  # pairs this worker computes or reads: its trials' and the defaults' below
     # the current defaults' objective on the same training data: the gain a promotion claims (lab/promote.py)
     study.set_user_attr("defaults_value", evaluate(defaults, builds[0])[0])
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
-        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": names, "split": cfg.split, "worker": worker,
-                         "host": socket.gethostname(), "pid": os.getpid()})
-        mlflow.log_params({"dataset": names, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
-                           "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
-                           "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
-        mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
-
-        me, run_id = f"{socket.gethostname()}/{worker}", active.info.run_id
-
-        def propose(trial) -> tuple[str, Params]:
-            name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
-            return name, suggest(trial, space, defaults)
-
-        def evaluate_many(proposals: list[tuple[str, Params]]) -> list[tuple[float, dict[str, Any]]]:
-            began = time.perf_counter()
-            results = evaluate.many(proposals)
-            each = (time.perf_counter() - began) / len(proposals)  # vs the trial's wall time: overheads
-            return [(v, {"worker": me, "mlflow_run": run_id, "rescore_seconds": each, **attrs}) for v, attrs in results]
-
+        run_id = active.info.run_id
+        _log_run(cfg, names, per_worker, study_trials, builds, space, evaluate, data, worker)
+        propose, evaluate_many = _batch_functions(evaluate, space, defaults, builds, f"{socket.gethostname()}/{worker}", run_id)
         started = time.perf_counter()
         trials = run_batches(study, sampler, propose, evaluate_many, lambda written: track_trials(run_id, written),
                              batch=int(cfg.optuna.get("batch") or 1), per_worker=per_worker, study_trials=study_trials)
@@ -283,6 +292,18 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
     return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
             "rerank": counts, "evaluate": evaluate}
+
+
+def _log_run(cfg, names: str, per_worker, study_trials, builds: list[str], space: dict, evaluate, data: dict, worker: int) -> None:
+    """The worker's MLflow run: what it tunes, on what, and the index manifests of its passes."""
+    import mlflow
+
+    mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": names, "split": cfg.split, "worker": worker,
+                     "host": socket.gethostname(), "pid": os.getpid()})
+    mlflow.log_params({"dataset": names, "split": cfg.split, "objective": cfg.sweep.objective, "n_trials": per_worker, "study_trials": study_trials,
+                       "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
+                       "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
+    mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
 
 
 def make_sampler(optuna_cfg, seed: int) -> Any:

@@ -309,15 +309,17 @@ def test_python_def_directly_after_body_is_a_boundary(wp):
     assert [(c.line_start, c.line_end) for c in chunks] == [(1, 2), (3, 4)]
 
 
-def test_generic_code_splits_at_top_level_blocks(wp):
+# lib.zig: no grammar, the column-0 rule; lib.rs: its syntax (an eighth of the window is kept for the header)
+@pytest.mark.parametrize("path, max_tokens", [("lib.zig", 40), ("lib.rs", 48)])
+def test_generic_code_splits_at_top_level_blocks(wp, path, max_tokens):
     fns = [
         f"// adds things\nfn add_{k}(a: i32, b: i32) -> i32 {{\n"
         f"    let x = a + b;\n\n    x * {k}\n}}"
         for k in range(6)
     ]
     text = "use std::io;\n\n" + "\n\n".join(fns) + "\n"
-    cfg = ChunkSettings(max_tokens=40, target_tokens=30, min_tokens=0)
-    chunks = run("lib.rs", text, wp, cfg)
+    cfg = ChunkSettings(max_tokens=max_tokens, target_tokens=30, min_tokens=0)
+    chunks = run(path, text, wp, cfg)
     body = [c for c in chunks if "fn add_" in c.text]
     assert all(c.text.startswith(("// adds things", "use std")) for c in body)
     # the blank line inside a body is not a top-level boundary

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("polars")
 pytest.importorskip("optuna")
 
-from fakes import indexed_topic_corpus  # noqa: E402
+from fakes import indexed_topic_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def passes(tmp_path, fake_model):
     from lab.passes import build_cache, load_cache
-    from ragx.search.candidates import PassCaps
+    from ragx.scoring.candidates import PassCaps
 
     words = ["telescope orbit", "bread oven yeast", "sail keel", "comet flour", "harbour nebula light"]
     corpus, queries = indexed_topic_corpus(tmp_path, 8, {w: [f"cooking-{i % 8}.md", f"sailing-{(i * 3) % 8}.md"] for i, w in enumerate(words)})

@@ -4,30 +4,29 @@
 # string (compile + eval) on each start-up.
 
 import dataclasses
-from contextlib import contextmanager
-from typing import Annotated, Callable, Iterator
+from typing import Annotated, Callable, ContextManager
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import schemas
 from ..api import Corpus
-from .app import JsonOpt, RootOpt, app, counted, emit_json, err, warn
+from ..log import warn
+from ..progress import progress
+from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:
-    @contextmanager
-    def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
-        columns = (
-            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("texts (chunks, anchors)"),
-            TimeElapsedColumn(), TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=err, transient=False) as progress:
-            task = progress.add_task("embed", total=total)
-            yield lambda n: progress.advance(task, n)
+    """An index run's progress on stderr (ragx/progress.py: a bar on a terminal, plain lines elsewhere)."""
+
+    def embedding(self, total: int) -> ContextManager[Callable[[int], None]]:
+        return progress("embedding", total=total, unit="texts", console=err)  # texts: chunks and anchor texts
 
     def warn(self, message: str) -> None:
         warn(message)
+
+
+def _resumed(n: int) -> str:
+    return f", {counted(n, 'chunk')} resumed from an interrupted run's journal" if n else ""
 
 
 @app.command("index")
@@ -43,9 +42,11 @@ def index_command(
     what = "rebuilt" if full else "updated"
     err.print(
         f"{what}: files {report.new} new, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}; "
+        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}"
+        f"{f', {report.skipped} skipped (ragx status says why)' if report.skipped else ''}; "
         f"{counted(report.embedded_chunks, 'chunk')} embedded from {counted(len(report.embedded_files), 'file')}"
-        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
+        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}"
+        f"{_resumed(report.resumed_chunks)}; "
         f"index holds {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
         f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"

@@ -11,7 +11,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, UsageError, require_utf8
-from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out
+from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out, print_weak_evidence
 
 
 @app.command("query")
@@ -158,20 +158,8 @@ def _why_empty(doc: dict) -> str:
     --since/--until dates."""
     from rich.markup import escape
 
-    from ..search.evidence import NO_EVIDENCE
-
     reason = doc.get("evidence", {}).get("reason") or doc.get("time", {}).get("reason")
     if not reason:
         return ""
-    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(NO_EVIDENCE) else ""
+    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(schemas.NO_EVIDENCE) else ""
     return f" ({escape(reason)}{hint})"
-
-
-def print_weak_evidence(doc: dict, listed: str = "results") -> None:
-    """Results (or --global's communities) shown although the evidence rule found nothing relevant
-    (--no-evidence-check) say so first."""
-    from rich.markup import escape
-
-    evidence = doc.get("evidence", {})
-    if doc[listed] and not evidence.get("match", True):
-        out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

@@ -27,7 +27,9 @@ How a file is cut depends on its kind:
 
 * ``markdown`` -- ATX headings (outside fenced code blocks) start sections; a heading stays with
   the start of its section's body; small neighbouring sections merge up to the target size.
-* ``code`` -- top-level definitions start units (Python: ``def``/``class``/``async def`` with their
+* ``code`` -- in a language with a tree-sitter grammar (Python, JavaScript/TypeScript, Go, Rust, Java,
+  C/C++: ragx/ingest/code.py), one chunk per function, method or class, named in the chunk's header;
+  otherwise top-level definitions start units (Python: ``def``/``class``/``async def`` with their
   decorators and leading comments; other languages: a column-0 line after a blank line).
 * ``text`` -- no structure beyond the generic fallback.
 
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragx.ingest import frontmatter, payloads
+from ragx.ingest import code, frontmatter, payloads
 from ragx.ingest.filetypes import CODE, MARKDOWN, TEXT, kind_for_path
 from ragx.models.base import TokenCounter  # the embedder's own tokenizer sizes the chunks
 
@@ -536,15 +538,19 @@ def chunk_text(
     blobs = payloads.spans(text)
     doc = _Doc(text, data, _token_offsets(counter, text, blobs), settings, blobs)
 
-    fm = frontmatter.parse(text) if kind == MARKDOWN else None
-    spans, levels = _first_spans(doc, kind, path, fm, max_tokens)
-    # spans that went through no packing (a small file or section) may still hold a payload
-    spans = doc.cut_blobs(spans)
+    defs = code.definitions(path, data, text) if kind == CODE else None
+    if defs is not None:
+        spans, counts, headers = _syntax_chunks(doc, path, defs, counter, max_tokens)
+    else:
+        fm = frontmatter.parse(text) if kind == MARKDOWN else None
+        spans, levels = _first_spans(doc, kind, path, fm, max_tokens)
+        # spans that went through no packing (a small file or section) may still hold a payload
+        spans = doc.cut_blobs(spans)
+        spans, counts = _fit_real_counts(doc, spans, levels, counter, max_tokens) if spans else ([], [])
+        headers = [fm.header() if fm is not None else ""] * len(spans)
     if not spans:
         return []
-    spans, counts = _fit_real_counts(doc, spans, levels, counter, max_tokens)
     bstart, bend, lstart, lend = doc.locate(spans)
-    header = fm.header() if fm is not None else ""
     return [
         Chunk(
             ordinal=i,
@@ -555,7 +561,24 @@ def chunk_text(
             text=text[a:b],
             n_tokens=counts[i],
             kind=kind,
-            header=header,
+            header=headers[i],
         )
         for i, (a, b) in enumerate(spans)
     ]
+
+
+def _syntax_chunks(doc: _Doc, path: str, defs: list[code.Definition], counter: TokenCounter,
+                   max_tokens: int) -> tuple[list[Span], list[int], list[str]]:
+    """Code cut by its syntax (ragx/ingest/code.py): spans, their real token counts and headers. An
+    eighth of the window is kept for the header, embedded in front of the text."""
+    st = doc.settings
+    budget = max(1, max_tokens - max_tokens // 8)
+    units = code.syntax_units(doc, defs, budget, _CODE_LEVELS)
+    units = code.merge_small(doc, units, min(st.min_tokens, budget), max(1, min(st.target_tokens, budget)))
+    owned = [(piece, u.owners) for u in units for piece in doc.cut_blobs([u.span])]
+    if not owned:
+        return [], [], []
+    spans, counts = _fit_real_counts(doc, [p for p, _ in owned], _CODE_LEVELS, counter, budget)
+    starts = [p[0] for p, _ in owned]  # a span the real counts split lies within one unit
+    owners = [owned[bisect_right(starts, a) - 1][1] for a, _ in spans]
+    return spans, counts, [code.header(path, defs, o, span) for o, span in zip(owners, spans, strict=True)]

@@ -2,7 +2,7 @@
 
 A query's words (letters and digits, lower-cased, function words dropped unless nothing else is left)
 are OR-ed. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
-formula (or another BM25 variant: index/bm25.py); an older one asks the FTS5 table (same ranking,
+formula (or another BM25 variant: scoring/bm25.py); an older one asks the FTS5 table (same ranking,
 k1 = 1.2, b = 0.75 and FTS5's variant fixed there).
 """
 
@@ -15,8 +15,7 @@ import numpy as np
 
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
-from ..index.bm25 import DEFAULT_VARIANT
-from ..index.lexicon import B, K1
+from ..scoring.bm25 import B, DEFAULT_VARIANT, K1
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..index.snapshot import Snapshot
