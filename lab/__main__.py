@@ -17,7 +17,7 @@ e.g. `python -m lab sweep dataset=scifact split=train sweep=quick`, `sweep.n_tri
 training sets at once. Sweeps tune on training splits only: a split named `test`, or one `promote.heldout`
 lists, is refused (held-out splits are promotion's). The lab reads the shipped search defaults
 (ragx/defaults.toml), never the [search] of ~/.ragxrc. README.md, "The lab", has the rest.
-Several machines: scripts/lab_cluster.sh (PostgreSQL study, MLflow server, shared pass caches).
+Several machines: scripts/tools/lab_cluster.sh (PostgreSQL study, MLflow server, shared pass caches).
 """
 
 from __future__ import annotations

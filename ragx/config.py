@@ -221,7 +221,7 @@ def calibration_note(variant: str) -> str | None:
         return None
     return (f"the \"nothing relevant\" thresholds (search.min_lexical_evidence, search.min_lexical_share) were calibrated "
             f"with bm25_variant = {CALIBRATED_FOR!r}; under {variant!r} they may let off-topic queries through: recalibrate them "
-            f"(the repository's scripts/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
+            f"(the repository's scripts/bench/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
 
 
 def _precisions() -> tuple[str, ...]:

@@ -115,27 +115,14 @@ def _print_variants(doc: dict) -> None:
 
 
 def _print_chunks(doc: dict, explain: bool) -> None:
+    """Chunks grouped by file, best first (ragx/cli/results_view.py); --json keeps every chunk."""
     from rich.markup import escape
+
+    from .results_view import print_grouped
 
     if explain:
         _print_variants(doc)
-    graph = doc["params"]["hops"] > 0  # without hops "heat" is only the seeds' fused rank score, and every hop 0
-    for r in doc["results"]:
-        b = r["breakdown"]
-        page = f" page {r['page']}" if "page" in r else ""  # a PDF chunk: lines within that page
-        stale = "  [yellow](file changed since indexed)[/]" if r.get("stale") else ""
-        out.print(
-            f"[bold]{r['rank']:>3}. {escape(one_line(r['file']))}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
-            f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}"
-            + (f", heat {b['heat']:.4f}" if graph else f", fused {b['fused']:.4f}")
-            + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
-            + (f", anchors {b['anchor_dense']:.3f}/{b['anchor_lexical']:.2f}" if b.get("anchor_dense") is not None else "")
-            + (f", hop {r['hop']})[/]" if graph else ")[/]")
-        )
-        snippet = " ".join(r["text"].split())[:200]
-        out.print(f"     {escape(snippet)}{'…' if r['truncated'] or len(snippet) == 200 else ''}", highlight=False)
-        if explain:
-            _print_path(r["path"])
+    print_grouped(doc, out.print, escape, one_line, _print_path if explain else None)
 
 
 def _print_files(doc: dict, explain: bool) -> None:
