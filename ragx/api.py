@@ -187,7 +187,7 @@ class Corpus:
         `queries` is a queries file or already-loaded LabelledQuery objects; `configs` holds `--config`
         specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None;
         `metrics` the metric set ("ir", or "code" for file localisation: ragx/eval/metrics.py); with `top`,
-        the document also holds each configuration's `top` files per query ("top_files").
+        the document also holds each configuration's `top` files per query with their scores ("top_files").
         """
         from .eval.presets import DEFAULT_CONFIGS, parse_config
         from .eval.queries import check_labelled_files, load_queries
