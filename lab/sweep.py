@@ -341,7 +341,7 @@ def rerank_counts(data: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Cross-encoder pairs computed and read from the score cache so far, over every build's scorer
     (builds of one corpus share one reranker: each counted once)."""
     scorers = {id(d["scorer"].reranker): d["scorer"] for d in data.values() if d.get("scorer") is not None}
-    return {"computed": sum(s.computed for s in scorers.values()), "hits": sum(s.hits for s in scorers.values())}
+    return {"computed": sum(s.reranker.computed for s in scorers.values()), "hits": sum(s.reranker.hits for s in scorers.values())}
 
 
 def metric_names(values: dict[str, float]) -> dict[str, float]:
