@@ -5,18 +5,20 @@ as compact JSON text (what `ragx <command> --json` prints): `search` (ragx.query
 `index` (ragx.index.v1), `status` (ragx.status.v1) and `inspect` (ragx.inspect.v1).
 
 Errors never end the server: a RagxError comes back as a tool error (isError) whose text is the
-one line the CLI prints after "ragx: error:"; a bad argument as a one-line "invalid argument ..."
-error; anything unexpected as "internal error: ..." with the traceback logged to stderr.
+one line the CLI prints after "ragx: error:" (ragx.mcp.results); a bad argument as a one-line
+"invalid argument ..." error; anything unexpected as "internal error: ..." with the traceback logged
+to stderr.
 
 stdout carries protocol messages only. While serving, file descriptor 1 points at stderr and the
 protocol goes to a private duplicate (see `ragx.mcp.stdio`), so a stray print (here, in a library, or
 in a C extension) lands on stderr; ragx itself logs to stderr and reports index progress as MCP
 progress notifications.
 
-`ragx mcp` runs `ragx.mcp.stdio.serve`, which answers `initialize` before this module (and so the
-SDK) is imported, then serves the session with the server built here. No model, no onnxruntime, no
-torch at start-up: the embedding model loads on the first `search` (or `index`) and stays warm in the
-one `Corpus` of the process.
+`ragx mcp` runs `ragx.mcp.stdio.serve`: `ragx.mcp.fast` answers the handshake, the tool list and the
+first read-only calls before this module (and so the SDK) is imported, then the server built here
+serves the session. No onnxruntime and no torch at start-up: the first query is embedded in numpy
+(prepared while the client lists tools), the session loads after it, and both stay warm in the one
+`Corpus` of the process.
 """
 
 import logging
