@@ -23,6 +23,8 @@ else:  # on `ragx status`'s path, which never needs numpy (lazy.py)
 
     np = lazy_module("numpy")
 
+from .identifiers import with_identifier_parts
+
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 WORDS_REMEMBERED = 50_000  # query words whose terms a process keeps (a long MCP session forgets, then relearns)
 BREAK = "\x00"  # between two texts of a joined block (no terms: a control character is a separator)
@@ -44,7 +46,8 @@ class PieceTokens:
         """(index of the piece each term comes from, the terms): every term of every piece, in reading order."""
         with self._lock:
             self._db.execute("BEGIN")  # one transaction for the batch, not one per piece
-            self._db.executemany("INSERT INTO piece(rowid, x) VALUES (?, ?)", enumerate(pieces))
+            # each piece with its identifiers' parts and joined forms (identifiers.py), for documents and queries alike
+            self._db.executemany("INSERT INTO piece(rowid, x) VALUES (?, ?)", enumerate(map(with_identifier_parts, pieces)))
             rows = self._db.execute("SELECT doc, offset, term FROM piece_terms").fetchall()
             self._db.execute("INSERT INTO piece(piece) VALUES ('delete-all')")
             self._db.execute("COMMIT")

@@ -1,7 +1,7 @@
 """The BM25 leg: every chunk matching a query's words, scored.
 
-A query's words (letters and digits, lower-cased, function words dropped unless nothing else is left)
-are OR-ed. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
+A query's words (identifiers whole, other words at their punctuation; function words dropped unless
+nothing else is left) are OR-ed, cut into terms as documents are. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
 formula (or another BM25 variant: index/bm25.py); an older one asks the FTS5 table (same ranking,
 k1 = 1.2, b = 0.75 and FTS5's variant fixed there).
 """
@@ -42,6 +42,21 @@ def query_words(text: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS] or words
 
 
+# A query's words as BM25 reads them: an identifier whole (parse_args, click.core.Context.invoke), any other
+# word at its punctuation. Their terms come from the documents' own tokenizer (index/fts_tokens.py), which
+# adds an identifier's parts and joined form (index/identifiers.py), so the case is kept until then.
+_BM25_WORD = re.compile(r"\w+(?:\.\w+)*", re.UNICODE)
+
+
+def bm25_words(text: str) -> list[str]:
+    """The words BM25 searches for, each once (case aside), in the order written: function words dropped,
+    unless the query has nothing else."""
+    words: dict[str, str] = {}
+    for word in _BM25_WORD.findall(text):
+        words.setdefault(word.lower(), word)
+    return [w for low, w in words.items() if low not in STOPWORDS] or list(words.values())
+
+
 def only_function_words(text: str) -> bool:
     """Whether every word of `text` is a function word ("is it"): BM25 still searches for them, but
     matching them is no evidence of a topic."""
@@ -50,7 +65,7 @@ def only_function_words(text: str) -> bool:
 
 def fts5_any(words: list[str]) -> str:
     """An FTS5 expression matching any of `words`. Inside double quotes FTS5 reads a string (a phrase),
-    never syntax; a word (letters and digits) holds no quote to escape."""
+    never syntax; a word (letters, digits, underscores, dots) holds no quote to escape."""
     return " OR ".join(f'"{w}"' for w in words)
 
 
@@ -66,7 +81,7 @@ def bm25_leg(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: flo
     """`bm25_matches`, and the query's ceiling: the most BM25 could give one chunk on its words
     (index/lexicon.py `scored`); 0 for a generation without postings, whose FTS5 table does not tell
     its document frequencies."""
-    words = query_words(text)
+    words = bm25_words(text)
     if not words:
         return np.empty(0, np.int64), np.empty(0), 0.0
     if snap.lexicon is None and (k1, b, variant) != (K1, B, DEFAULT_VARIANT):
