@@ -63,3 +63,14 @@ def test_prose_pieces_gain_nothing(piece):
 def test_query_words_keep_identifiers_whole_and_drop_function_words():
     assert bm25_words("How does parse_args read sys.argv in Flask.run?") == ["parse_args", "read", "sys.argv", "Flask.run"]
     assert bm25_words("what is it") == ["what", "is", "it"]  # nothing but function words: kept
+
+
+def test_query_words_are_learnt_again_after_the_memory_is_full(monkeypatch):
+    """A word already known when the remembered words overflow is learnt again with the new ones (it was
+    forgotten with the rest: a KeyError before)."""
+    from ragx.index import fts_tokens
+
+    tokens = fts_tokens.PieceTokens()
+    monkeypatch.setattr(fts_tokens, "WORDS_REMEMBERED", 3)
+    assert tokens.of_words(["comet", "orbit"]) == ["comet", "orbit"]
+    assert tokens.of_words(["comet", "harbours", "sails"]) == ["comet", "harbour", "sail"]

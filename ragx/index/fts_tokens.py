@@ -59,12 +59,14 @@ class PieceTokens:
         return doc[order], [rows[i][2] for i in order.tolist()]
 
     def of_words(self, words: list[str]) -> list[str]:
-        """The terms of query words, word by word (a word of letters and digits gives one term, or none)."""
+        """The terms of query words, word by word (a plain word gives one term or none; an identifier its
+        parts and its joined form too: identifiers.py)."""
         known = self._words
         new = [w for w in dict.fromkeys(words) if w not in known]
         if new:
             if len(known) + len(new) > WORDS_REMEMBERED:
-                known.clear()
+                known.clear()  # forgotten: every word of this call is learnt again, not only the new ones
+                new = list(dict.fromkeys(words))
             piece, terms = self.of(new)
             for w in new:
                 known[w] = []
