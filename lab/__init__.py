@@ -1,2 +1,3 @@
-"""The research harness: cached retrieval passes, offline re-scoring, Optuna sweeps tracked in MLflow,
-and promotion of winners into ragx/defaults.toml. Repo only; imports ragx, never the reverse."""
+"""The research lab (repo only; imports ragx, never the reverse): cached retrieval passes, offline
+re-scoring, Optuna sweeps tracked in MLflow, promotion of winners into ragx/defaults.toml, and
+studies/, the harness research/ imports."""

@@ -19,7 +19,8 @@ import tomlkit
 from ragx.api import Corpus
 from ragx.config import INDEX_DIR, PROJECT_FILE
 from ragx.errors import IndexBusyError
-from ragx.eval.beir import cache_dir_for, open_collection
+from ragx.api import open_collection
+from ragx.eval.beir import cache_dir_for
 from ragx.eval.queries import LabelledQuery, load_queries
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import xxhash
 
-from ragx.search.candidates import PassCaps
+from ragx.scoring.candidates import PassCaps
 
 from .passes import build_cache, code_hash, index_fingerprint
 

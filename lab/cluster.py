@@ -120,7 +120,7 @@ class BudgetLock:
         elif self._path is not None:
             import fcntl
 
-            self._file = open(self._path, "a")  # noqa: SIM115 - held across calls, closed in release
+            self._file = open(self._path, "a")
             fcntl.flock(self._file, fcntl.LOCK_EX)
 
     def release(self) -> None:

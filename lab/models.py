@@ -3,7 +3,7 @@
 For every model named in `models` (entries of `model_catalog` in configs/lab.yaml: an [embeddings]
 table, optionally a server to start) the dataset is indexed once into its own build folder (hard links
 to the dataset's files, a ragx.toml with that [embeddings] table), through a `CachedEmbedder` so that
-vectors already computed for that model identity (lab/vector_cache.py) are never embedded again. Then
+vectors already computed for that model identity (ragx/eval/vector_cache.py) are never embedded again. Then
 each model gets:
 
 * every eval preset's metrics (`suite.evaluate_dataset`: Corpus.evaluate with its presets and their
@@ -41,9 +41,9 @@ from ragx.config import INDEX_DIR, PROJECT_FILE
 from ragx.errors import ManifestMismatchError
 from ragx.eval.stats import Comparison, correct, paired
 from ragx.eval.suite import evaluate_dataset
+from ragx.eval.vector_cache import CachedEmbedder
 
 from .builds import _link_tree, prepare
-from .vector_cache import CachedEmbedder
 
 METRIC = "nDCG@10"
 UNCAPPED = 1_000_000  # a chunker cap no section reaches: what the chunker keeps whole without a model window

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragx.search.params import Params
+from ragx.scoring.params import Params
 
 from .rescore import file_run
 from .studies import data

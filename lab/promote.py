@@ -36,7 +36,8 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
                  command: str = "python -m lab promote") -> dict[str, Any]:
     """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
     dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
-    from ragx.eval.beir import cache_dir_for, open_collection
+    from ragx.api import open_collection
+    from ragx.eval.beir import cache_dir_for
     from ragx.eval.suite import evaluate_dataset
 
     data_dir = Path(dataset["data_dir"])
@@ -116,49 +117,55 @@ def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
 
 
-@package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
-def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
-    """`command`: the promotion as it was typed (with its overrides), recorded in what it writes."""
+def _study(cfg, heldout: list):
+    """The study to promote from, refused (UsageError) when it is missing or was tuned on a test or
+    held-out split (as the sweep recorded it, lab.sweep.run, whatever this run's overrides say)."""
     import optuna
 
-    from .sweep import storage_url, trial_params
+    from .sweep import storage_url
 
-    heldout = list(cfg.promote.heldout or [])
-    if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
-        raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
-    check_not_heldout(cfg, "promote")  # the study's training data (as configured) is never held-out data
     storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root))
     if cfg.promote.study_name not in optuna.study.get_all_study_names(storage):
         raise UsageError(f"no study named {cfg.promote.study_name!r} in {cfg.optuna.storage or Path(cfg.cache_root) / 'optuna.db'}: "
                          "run `python -m lab sweep` with the same overrides first")
     study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage)
     held = {(label(str(item["dataset"])), str(item["split"])) for item in heldout}
-    # and as the sweep recorded it (lab.sweep.run), whatever this run's overrides say
     for split in study.user_attrs.get("train_splits", []):
         for name in study.user_attrs.get("train_sets", []):
             if split == "test" or (name, split) in held:
                 raise UsageError(f"promote: study {cfg.promote.study_name!r} was tuned on {name} {split}, "
                                  "a test or held-out split: its winner is never promoted")
+    return study
+
+
+def _candidate(cfg, study, old: Params) -> tuple[Params | None, bool]:
+    """The best trial's params over the defaults and whether it swept the reranker; None (after a line
+    saying why) when such a winner is promoted by hand, not here."""
+    from .sweep import trial_params
+
     best = study.best_trial
-    old = current_defaults()
     bm25 = study.user_attrs.get("bm25")
     if bm25 and bm25 != shared_bm25([old]):
         print(f"lab promote: refused: study {cfg.promote.study_name!r} scored BM25 with {bm25}, not the defaults' "
               f"{shared_bm25([old])}; one `ragx eval` run scores BM25 one way, so a BM25 setting is promoted by hand "
               "after comparing held-out runs of each (python -m lab.studies.bm25_params, research/2026-12-04-bm25-variants.py)")
-        return 1
+        return None, False
     build_name, candidate = trial_params(best.params, old)
     if build_name != "base":
         print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
               "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
-        return 1
+        return None, False
     candidate = pin_unswept(candidate, old, best.params)
     reranked = "rerank_weight" in best.params  # a study of the reranker's knobs: both sides rerank on held-out
     if reranked and not load_settings(None, warn=False).rerank.model.strip():
         print("lab promote: refused: the study swept rerank_weight but no [rerank] model is configured, "
               "so the held-out `ragx eval` could not measure the reranker")
-        return 1
-    configs = {"current": spec_of(old, old, reranked), "candidate": spec_of(candidate, old, reranked), "hybrid": hybrid_spec(candidate)}
+        return None, False
+    return candidate, reranked
+
+
+def _held_out(cfg, heldout: list, configs: dict, command: str) -> tuple[list[bool], list[str], dict[str, float]]:
+    """Each held-out split evaluated: (one verdict per check, the lines saying them, the candidate's metric per set)."""
     metric, tol, alpha = cfg.promote.metric, float(cfg.promote.tolerance), float(cfg.promote.get("alpha", 0.05))
     verdicts, lines, tested = [], [], {}
     for item in heldout:
@@ -176,22 +183,11 @@ def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
             verdicts.append(not lost)
             lines.append(f"{where}: {metric} against {name} {-diff:+.4f} (p {p:.4f}{', a significant LOSS' if lost else ''})")
             print(lines[-1], flush=True)
-    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), tested, metric)
-    for line in gaps:
-        print(f"train/test gap: {line}", flush=True)
-    if not all(verdicts):
-        print(f"lab promote: refused: the winner of {cfg.promote.study_name} loses on a held-out split (lines above)")
-        return 1
-    today = dt.date.today().isoformat()
-    provenance = [
-        f"promoted {today} from study {cfg.promote.study_name} (trial #{best.number}, {'+'.join(train_sets(cfg))} {cfg.split}, "
-        f"{metric} {best.user_attrs.get(metric, best.value):.4f}); held-out `ragx eval`, current -> promoted:",
-        *lines,
-        *(f"train/test gap: {line}" for line in gaps),
-    ]
-    write_defaults(candidate, provenance)
-    print(f"wrote {DEFAULTS_PATH}")
-    # Every regression baseline describes the old defaults now, held out here or not (CI gates on them).
+    return verdicts, lines, tested
+
+
+def _update_baselines(cfg, repo: Path, command: str) -> None:
+    """Every regression baseline describes the old defaults now, held out here or not (CI gates on them)."""
     for baseline in sorted((repo / "reports" / "baselines").glob("*.json")):
         named = json.loads(baseline.read_text(encoding="utf-8"))
         if not (repo / "configs" / "dataset" / f"{named['dataset']}.yaml").is_file():
@@ -200,4 +196,37 @@ def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
         # evaluated afresh: Corpus.open reads the defaults just written
         write_baseline_of(eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None, command=command), baseline, repo / "reports")
         print(f"updated {baseline}")
+
+
+@package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
+def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
+    """`command`: the promotion as it was typed (with its overrides), recorded in what it writes."""
+    heldout = list(cfg.promote.heldout or [])
+    if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
+        raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
+    check_not_heldout(cfg, "promote")  # the study's training data (as configured) is never held-out data
+    study = _study(cfg, heldout)
+    old = current_defaults()
+    candidate, reranked = _candidate(cfg, study, old)
+    if candidate is None:
+        return 1
+    configs = {"current": spec_of(old, old, reranked), "candidate": spec_of(candidate, old, reranked), "hybrid": hybrid_spec(candidate)}
+    verdicts, lines, tested = _held_out(cfg, heldout, configs, command)
+    metric, best = cfg.promote.metric, study.best_trial
+    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), tested, metric)
+    for line in gaps:
+        print(f"train/test gap: {line}", flush=True)
+    if not all(verdicts):
+        print(f"lab promote: refused: the winner of {cfg.promote.study_name} loses on a held-out split (lines above)")
+        return 1
+    provenance = [
+        f"promoted {dt.date.today().isoformat()} from study {cfg.promote.study_name} (trial #{best.number}, "
+        f"{'+'.join(train_sets(cfg))} {cfg.split}, {metric} {best.user_attrs.get(metric, best.value):.4f}); "
+        "held-out `ragx eval`, current -> promoted:",
+        *lines,
+        *(f"train/test gap: {line}" for line in gaps),
+    ]
+    write_defaults(candidate, provenance)
+    print(f"wrote {DEFAULTS_PATH}")
+    _update_baselines(cfg, repo, command)
     return 0

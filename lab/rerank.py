@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragx.models.rerank_cache import text_keys
+from ragx.models.rerank_cache import score_keys
 from ragx.scoring.candidates import Candidates
 from ragx.scoring.params import Params
 from ragx.scoring.score import prepare
@@ -57,7 +57,7 @@ class ShortlistScorer:
             new = np.unique(ids[~known])
             ids_all = np.concatenate([self._ids, new])
             order = np.argsort(ids_all, kind="stable")
-            self._ids, self._keys = ids_all[order], np.concatenate([self._keys, text_keys(self.texts(new))])[order]
+            self._ids, self._keys = ids_all[order], np.concatenate([self._keys, score_keys(self.texts(new))])[order]
             pos = np.searchsorted(self._ids, ids)
         return self._keys[pos]
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from ragx.eval.presets import EvalConfig
 from ragx.scoring.candidates import shared_bm25
-from ragx.search.candidates import PassCaps
-from ragx.search.params import Params
+from ragx.scoring.candidates import PassCaps
+from ragx.scoring.params import Params
 
 from .builds import build, prepare
 from .caches import read_ref, shared_passes
@@ -211,6 +211,41 @@ def sampler_seed(seed: int, worker: int, trials_in_study: int) -> int:
     return int(seed) + worker + 1_000_003 * trials_in_study
 
 
+def _objective(evaluate, space: dict, defaults, builds: list[str], worker: int):
+    """Optuna's objective: a trial's build and params suggested, re-scored by `evaluate`, its metrics kept."""
+
+    def objective(trial):
+        trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
+        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
+        params = suggest(trial, space, defaults)
+        started = time.perf_counter()
+        value, attrs = evaluate(params, name)
+        trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
+        for metric, v in attrs.items():
+            trial.set_user_attr(metric, v)
+        return value
+
+    return objective
+
+
+def _open_study(cfg, worker: int, sets: list[str], bm25: dict):
+    """The study (created, or loaded to resume) with this worker's sampler and what it is tuned on."""
+    import optuna
+
+    study = optuna.create_study(
+        study_name=cfg.optuna.study_name,
+        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
+        direction="maximize",
+        load_if_exists=True,
+    )
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
+    # what the study was tuned on: promotion refuses a study whose training data is held out
+    study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
+    study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
+    study.set_user_attr("bm25", bm25)
+    return study
+
+
 @package_search_defaults()
 def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None) -> dict[str, Any]:
     """One worker of a study. `n_trials`: this worker's trials; `study_trials`: run until the study holds
@@ -233,28 +268,8 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     evaluate = Objective(sets, objective_name, defaults, cfg.get("guard", 1.0))
     names = "+".join(sets)
 
-    def objective(trial):
-        trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
-        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
-        params = suggest(trial, space, defaults)
-        started = time.perf_counter()
-        value, attrs = evaluate(params, name)
-        trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
-        for metric, v in attrs.items():
-            trial.set_user_attr(metric, v)
-        return value
-
-    study = optuna.create_study(
-        study_name=cfg.optuna.study_name,
-        storage=storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna),
-        direction="maximize",
-        load_if_exists=True,
-    )
-    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
-    # what the study was tuned on: promotion refuses a study whose training data is held out
-    study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
-    study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
-    study.set_user_attr("bm25", bm25)
+    objective = _objective(evaluate, space, defaults, builds, worker)
+    study = _open_study(cfg, worker, list(sets), bm25)
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:

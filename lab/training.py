@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ragx.search.params import Params
+from ragx.scoring.params import Params
 
 from .configs import dataset_config, train_sets
 from .rescore import rescore

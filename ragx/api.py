@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .config import Settings, load_settings, resolve_root
@@ -19,6 +19,7 @@ from .scoring.params import Params
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
     from .index.build import IndexReport, Reporter
     from .index.snapshot import Snapshot
+    from .eval.beir import Materialised
 
 
 class Corpus:
@@ -114,6 +115,16 @@ class Corpus:
         expand = (lambda: self.expander) if self.settings.expand.enabled else None
         return Searcher(self.layout, lambda: self.embedder, reranker_factory=rerank, expander_factory=expand)
 
+    def prepare_search(self) -> None:
+        """Load and open what a first query reads (a server does it before the query comes)."""
+        self.searcher.prepare()
+
+    def prepare_query_embedding(self) -> None:
+        """Load what the embedder's next query needs (engines without that step have nothing to load)."""
+        prepare = getattr(self.embedder, "prepare_query", None)
+        if callable(prepare):
+            prepare()
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
@@ -182,11 +193,14 @@ class Corpus:
         doc["evidence"] = {**verdict.describe(), "enforced": evidence_check}
         return doc
 
-    def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None) -> dict[str, Any]:
+    def evaluate(self, queries: str | Path | list, configs: list | None = None, progress=None,
+                 metrics: str = "ir", top: int = 0) -> dict[str, Any]:
         """Run labelled queries under several configurations: the payload of a ragx.eval.v1 document.
 
         `queries` is a queries file or already-loaded LabelledQuery objects; `configs` holds `--config`
-        specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None.
+        specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None;
+        `metrics` the metric set ("ir", or "code" for file localisation: ragx/eval/metrics.py); with `top`,
+        the document also holds each configuration's `top` files per query ("top_files").
         """
         from .eval.presets import DEFAULT_CONFIGS, parse_config
         from .eval.queries import check_labelled_files, load_queries
@@ -206,7 +220,7 @@ class Corpus:
         searcher.refresh()
         check_labelled_files(labelled, searcher.store.files(), source or "the labelled queries")
         pairs_before = self._rerank_pairs()
-        result = run_eval(searcher, labelled, parsed, progress)
+        result = run_eval(searcher, labelled, parsed, progress, metrics)
         counts = searcher.store.counts()
         meta = {
             "corpus": str(self.root),
@@ -220,7 +234,10 @@ class Corpus:
         pairs_after = self._rerank_pairs()
         if pairs_after is not None:  # a reranker ran: pairs it computed vs read from its score cache
             meta["rerank_pairs"] = {k: v - (pairs_before or {}).get(k, 0) for k, v in pairs_after.items()}
-        return result.document(meta)
+        doc = result.document(meta)
+        if top:
+            doc["top_files"] = result.top_files(top)
+        return doc
 
     def _rerank_pairs(self) -> dict[str, int] | None:
         """Cross-encoder pairs computed and read from the score cache so far; None while no reranker was built."""
@@ -378,7 +395,9 @@ class Corpus:
                         out["skipped"] = len(diff.skipped)  # binary, too large, not UTF-8: not drift, never indexed
                         out["not_indexed"] = _not_indexed(diff)
                 if verify:
-                    out["problems"] = _verify(self.layout, store, manifest, deep)
+                    from .index.verify import verify_index
+
+                    out["problems"] = verify_index(self.layout, store, manifest, deep)
                     out["consistent"] = not out["problems"]
                 # what an upgrade or a config change left to the next index run (the index is consistent meanwhile)
                 out["notices"] = (([ANCHORS_OUTDATED] if store.anchors_need_update() else []) + include_notice
@@ -483,80 +502,6 @@ def _drifted(diff) -> dict[str, list[str]]:
     }
 
 
-def _verify(layout: Layout, store: Store, manifest: dict, deep: bool) -> list[str]:
-    """Whole-index checks: rows, FTS, vectors and graph all describe the same chunks.
-
-    The quick form costs milliseconds and needs no numpy: the generation files a query reads are the
-    ones their commit hashed (trusted by identity, as a query trusts them, hashed otherwise), and the
-    chunk table's fingerprint is the one that commit recorded of the arrays. An index committed before
-    fingerprints were recorded loads its arrays and compares ids instead. `deep` checks every
-    generation file's checksum, asks the HNSW file for every live chunk's vector, and compares the
-    arrays themselves. Each problem ends with the fix."""
-    from .index.verified import HINT, has_postings
-
-    problems = store.integrity_problems() if deep else []
-    if not has_postings(manifest):  # BM25 reads the FTS5 table
-        fts, live = store.fts_size(), store.live_fingerprint()[0]
-        if fts != live:
-            problems.append(f"full-text index holds {fts} chunks, store holds {live}: {HINT}")
-    orphans = store.orphan_chunks()
-    if orphans:
-        problems.append(f"{orphans} chunks belong to no file: {HINT}")
-    folder = layout.gen(int(manifest.get("generation", 0)))
-    recorded, checksums = manifest.get("chunk_fingerprint"), manifest.get("checksums")
-    if not deep and recorded is not None and checksums:
-        return problems + _quick_array_problems(folder, store, checksums, recorded)
-    return problems + _array_problems(folder, store, manifest, deep)
-
-
-def _quick_array_problems(folder: Path, store: Store, checksums: dict[str, str], recorded: list[int]) -> list[str]:
-    from .index.verified import FILES, HINT, verify
-
-    try:  # every file a query reads, at a query's cost: a stat each, a hash where one changed
-        verify(folder, checksums, FILES, trust_unchanged=True)
-    except CorruptIndexError as exc:
-        return [str(exc)]
-    if store.live_fingerprint() != recorded:
-        return [f"index arrays list other chunks than the store: {HINT}"]
-    return []
-
-
-def _array_problems(folder: Path, store: Store, manifest: dict, deep: bool) -> list[str]:
-    """The arrays loaded and compared with the store (numpy): `deep`, or an index without a fingerprint."""
-    import numpy as np
-
-    from .index.snapshot import Snapshot, load_lexicon
-    from .index.verified import HINT, damaged
-
-    problems: list[str] = []
-    if deep:
-        bad = damaged(folder, manifest.get("checksums"))
-        if bad:  # never load a damaged HNSW file: hnswlib may crash on one
-            return [f"{', '.join(bad)} in {folder.name} fail their checksums (damaged): {HINT}"]
-    ids, file_ids = store.chunk_files()
-    try:
-        snap = Snapshot.load(folder)
-        if not (np.array_equal(snap.ids, ids) and np.array_equal(snap.file_ids, file_ids)):
-            problems.append(f"index arrays list other chunks than the store: {HINT}")
-        if snap.vectors.shape[1] != int(manifest["dim"]):
-            problems.append(f"vectors have dimension {snap.vectors.shape[1]}, manifest says {manifest['dim']}: {HINT}")
-        if deep:
-            snap.vindex.get(ids)  # raises if any live chunk lacks a vector
-            lexicon = load_lexicon(folder, snap.ids)
-            if lexicon is not None and not lexicon.covers_live():
-                problems.append(f"BM25's postings miss live chunks: {HINT}")
-            if not np.isfinite(snap.vectors).all():
-                problems.append(f"vectors hold non-finite values: {HINT}")
-            in_sql = store.counted_in_sql()
-            if snap.graph.n_edges != in_sql["edges"]:  # the graph file (base + delta) and the kNN rows disagree
-                problems.append(f"the graph holds {snap.graph.n_edges} edges, the store {in_sql['edges']}: {HINT}")
-            if store.counts() != in_sql:
-                problems.append(f"recorded counts {store.counts()} differ from the store's {in_sql}: {HINT}")
-    except Exception as exc:  # noqa: BLE001 - any failure here is an inconsistency to report
-        problems.append(f"index arrays unreadable: {exc}")
-    return problems
-
-
 def version_info(root: str | Path | None = None) -> dict[str, Any]:
     try:
         settings = load_settings(resolve_root(root), warn=False)
@@ -570,6 +515,24 @@ def version_info(root: str | Path | None = None) -> dict[str, Any]:
     }
 
 
+def open_collection(data_dir: Path, folder: Path, split: str, index: Callable[[Any], Any] | None = None,
+                    reporter=None, also: tuple[str, ...] = ()) -> tuple[Corpus, Materialised, Any]:
+    """Materialise a BEIR folder into `folder` and bring its index up to date: (Corpus, Materialised,
+    what indexing returned: an IndexReport by default). The splits in `also` are materialised too where
+    the collection has them (`ragx eval --gap` asks for train).
+
+    `index(corpus)` replaces the plain `corpus.index(reporter=reporter)` (the lab waits out a busy lock).
+    The one way both `ragx eval beir` and the lab turn a collection into an indexed corpus.
+    """
+    from .eval.beir import materialise
+
+    extra = [x for x in also if x != split and (Path(data_dir) / "qrels" / f"{x}.tsv").is_file()]
+    made = materialise(Path(data_dir), Path(folder), [split, *extra])
+    corpus = Corpus.open(made.corpus_dir)
+    report = index(corpus) if index is not None else corpus.index(reporter=reporter)
+    return corpus, made, report
+
+
 def __getattr__(name: str):
     if name == "IndexReport":  # re-exported lazily (see the TYPE_CHECKING import above)
         from .index.build import IndexReport
@@ -578,4 +541,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Corpus", "IndexReport", "version_info", "CorruptIndexError"]
+__all__ = ["Corpus", "IndexReport", "open_collection", "version_info", "CorruptIndexError"]

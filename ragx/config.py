@@ -15,7 +15,6 @@ import functools
 import math
 import os
 import re
-import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,8 +22,9 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from .errors import ConfigError, NoCorpusError, NoIndexError
+from . import log
 # A leaf module (one dataclass, no imports of ragx): the [search] schema is the scoring Params itself.
-from .search.params import Params
+from .scoring.params import Params
 
 PROJECT_FILE = "ragx.toml"
 INDEX_DIR = ".ragx"
@@ -63,6 +63,7 @@ class EmbeddingSettings:
     precision: str           # "embedded": "fp32", or "int8" (the same graph dynamically quantised)
     doc_input_type: str      # "openai": the request's input_type for chunks (e.g. "passage"); "" = not sent
     query_input_type: str    # "openai": the request's input_type for queries (e.g. "query"); "" = not sent
+    in_flight: int           # "openai": requests in flight per endpoint (ragx/models/pool.py)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ LIMITS: dict[str, Limit] = {
     "embeddings.timeout": Limit(0, 86_400, low_open=True),
     "embeddings.max_retries": Limit(0, 100),
     "embeddings.max_tokens": Limit(8, 1_000_000),
+    "embeddings.in_flight": Limit(1, 64),
     "rerank.batch_size": Limit(1, 4096),
     "rerank.max_length": Limit(8, 100_000),
     "expand.timeout": Limit(0, 86_400, low_open=True),
@@ -172,34 +174,58 @@ LIMITS: dict[str, Limit] = {
     "search.bm25_b": Limit(0, 1),
 }
 
+def check_bound(key: str, value: float) -> None:
+    """ValueError unless `value` is in LIMITS[key]: for code handed a setting's value by something other
+    than load_settings (a test, the lab, a caller building an engine by hand), so the bound is this table's."""
+    limit = LIMITS[key]
+    if not limit.allows(value):
+        raise ValueError(f"{key} = {value} is out of range: it must be {limit.describe()}")
+
+
 # (smaller, larger): the first key's value may not exceed the second's.
 ORDERED: tuple[tuple[str, str], ...] = (("chunking.min_tokens", "chunking.target_tokens"),)
 
 
-def _engines() -> tuple[str, ...]:
-    # The registry's table of factories, with the engines registered at run time (register_engine). A
-    # light import: it loads no engine module, and numpy only lazily.
-    from .models.registry import available_engines
+#: The embedding engines: the built-in ones (models/registry.py's factories; a test holds the two equal)
+#: and any a plugin or a test registers at run time (registry.register_engine adds its name here).
+_ENGINE_NAMES: set[str] = {"embedded", "openai", "sentence-transformers"}
 
-    return tuple(available_engines())
+#: The precisions the embedded engine runs; the first is the default (models/embedded.py checks it).
+PRECISIONS = ("fp32", "int8")
+
+
+def add_engine(name: str) -> None:
+    """Allow `name` as embeddings.engine in this process (an engine registered at run time)."""
+    _ENGINE_NAMES.add(name)
+
+
+def _engines() -> tuple[str, ...]:
+    return tuple(sorted(_ENGINE_NAMES))
 
 
 def _bm25_variants() -> tuple[str, ...]:
-    from .index.bm25 import VARIANTS  # a leaf module (numpy only)
+    from .scoring.bm25 import VARIANTS  # a leaf module (numpy only)
 
     return VARIANTS
 
 
-def _bm25_note(variant: str) -> str | None:
-    from .search.evidence import calibration_note  # the thresholds' rule lives with the rule
+# The BM25 formula the shipped lexical thresholds were calibrated under. Another formula scores on
+# another scale (BM25+ adds delta * idf for every word a chunk holds), so the same thresholds let
+# through what they were set to stop (research/2026-12-04-bm25-variants.md).
+CALIBRATED_FOR = "fts5"
 
-    return calibration_note(variant)
+
+def calibration_note(variant: str) -> str | None:
+    """What to tell someone choosing `variant` for BM25 about the lexical thresholds, or None."""
+    if variant == CALIBRATED_FOR:
+        return None
+    return (f"the \"nothing relevant\" thresholds (search.min_lexical_evidence, search.min_lexical_share) were calibrated "
+            f"with bm25_variant = {CALIBRATED_FOR!r}; under {variant!r} they may let off-topic queries through: recalibrate them "
+            f"(the repository's scripts/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
 
 
 def _precisions() -> tuple[str, ...]:
-    from .models.quantize import PRECISIONS  # the embedded engine's (imports no onnxruntime, no numpy)
-
-    return tuple(PRECISIONS)
+    return PRECISIONS
 
 
 #: torch's device types a user may name (sentence-transformers and the reranker pass the setting to torch).
@@ -210,8 +236,8 @@ TORCH_DEVICES = ("cpu", "cuda", "mps", "xpu", "npu", "hpu", "xla", "mtia", "ipu"
 class Choices:
     """The allowed values of a string setting that takes one of a set.
 
-    `values` returns them from where the code that takes the value defines them, imported only when a
-    value is checked (never for the built-in defaults, which a test holds to their choices)."""
+    `values` returns them, called only when a value is checked (never for the built-in defaults, which a
+    test holds to their choices); the values live in this module or below it (BM25's in scoring/bm25.py)."""
 
     values: Callable[[], tuple[str, ...]]
     empty: bool = False      # "" is allowed too (the library's own choice)
@@ -245,7 +271,7 @@ CHOICES: dict[str, Choices] = {
     "embeddings.precision": Choices(_precisions),
     "embeddings.device": _DEVICE,
     "rerank.device": _DEVICE,
-    "search.bm25_variant": Choices(_bm25_variants, note=_bm25_note),
+    "search.bm25_variant": Choices(_bm25_variants, note=calibration_note),
 }
 
 
@@ -404,7 +430,7 @@ def renamed_keys(doc: dict[str, Any], origin: str, warn: bool = True) -> dict[st
             value = table.pop(old)
             table.setdefault(new, value)
             if warn:
-                print(f"ragx: warning: {origin}: search.{old} is deprecated, read as search.{new} (rename it)", file=sys.stderr)
+                log.warn(f"{origin}: search.{old} is deprecated, read as search.{new} (rename it)")
     return {**doc, "search": table}
 
 
@@ -484,7 +510,7 @@ def _load(root: Path | None, *, warn: bool = True, problems: list[str] | None = 
             previous = sources.get(dotted)
             if warn and origin == rc and previous not in (None, DEFAULTS_PATH.name):
                 if merged[(section, key)] != value:
-                    print(f"ragx: warning: {rc} overrides {dotted} from {previous}", file=sys.stderr)
+                    log.warn(f"{rc} overrides {dotted} from {previous}")
             merged[(section, key)] = value
             sources[dotted] = origin
 

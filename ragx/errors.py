@@ -148,3 +148,20 @@ def require_utf8(text: str, what: str) -> str:
     except UnicodeEncodeError as exc:
         raise UsageError(f"{what} is not valid UTF-8 (character {exc.start})") from None
     return text
+
+
+def read_user_text(path: object, what: str, *, missing: str = "", folder: str = "") -> str:
+    """The UTF-8 text of a file the user named (a queries file, a baseline), or one UsageError line
+    saying what is wrong with it; `missing` and `folder` end the line for those two cases."""
+    from pathlib import Path
+
+    try:
+        return Path(str(path)).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path} not found{missing}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path} is a folder{folder}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path} is not valid UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot read: {(exc.strerror or str(exc)).lower()}") from None

@@ -17,12 +17,17 @@ QUERY = "ragx.query.v1"
 FILES = "ragx.files.v1"
 INSPECT = "ragx.inspect.v1"
 EVAL = "ragx.eval.v2"  # v2: {"datasets": [per-dataset documents], "summary", "reference"}
+EVAL_SNAPSHOTS = "ragx.eval-snapshots.v1"  # `ragx eval snapshots`: {"repositories", "pooled", "steps", "reference"}
 DOCTOR = "ragx.doctor.v1"
 ERROR = "ragx.error.v1"
 GLOBAL = "ragx.global.v1"
 EXPORT = "ragx.export.v1"
 IMPORT = "ragx.import.v1"
 MODELS = "ragx.models.v1"
+
+# How the `evidence.reason` of a query without evidence begins (search/evidence.py writes it): a shell
+# tells that empty answer from the others by it.
+NO_EVIDENCE = "no relevant evidence"
 
 
 def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -34,16 +34,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 
-from ragx.eval.reference import _stemmer  # noqa: E402
-from ragx.ingest import frontmatter  # noqa: E402
-from ragx.ingest.links import _FENCE, _WIKI, markdown_target, wikilink_target  # noqa: E402
+from ragx.eval.reference import _stemmer
+from ragx.ingest import frontmatter
+from ragx.ingest.links import _FENCE, _WIKI, markdown_target, wikilink_target
 
 GRID = tuple(f"{kind}{a}" for kind in ("d", "l", "dl") for a in (0.25, 0.5, 1.0))
-RESULTS = prf_study.OUT / "anchor-text-results.json"
+RESULTS = harness.OUT / "anchor-text-results.json"
 _MD = re.compile(r"(?<!!)\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>[^()\s<>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")
 
@@ -151,7 +151,7 @@ def study(specs: list[str]) -> None:
         bm = [anchors.bm25(c) for c in passes]
         for key in GRID:
             kind, a = key.rstrip("0123456789."), float(key.lstrip("dl"))
-            mean, results[key] = prf_study.ndcg([variant(c, kind, a, x, y) for c, x, y in zip(passes, cos, bm)], p, meta)
+            mean, results[key] = harness.ndcg([variant(c, kind, a, x, y) for c, x, y in zip(passes, cos, bm)], p, meta)
             print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

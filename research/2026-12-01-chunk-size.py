@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-from lab.studies.research_scripts import load_script, run_command
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command
 
-from lab.builds import build, prepare  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
+from lab.builds import build, prepare
+from ragx.config import load_settings
 
 GRID = ("t128", "t160", "t256")  # t200 is the defaults' pass; 256 is all-MiniLM-L6-v2's max_seq_length (the hard cap)
 # "w<size>": the same model with its window raised to its 512 position embeddings (a copy of the bundled
@@ -44,25 +44,25 @@ def settings_of(key: str) -> dict:
     return out
 
 
-RESULTS = prf_study.OUT / "chunk-size-results.json"
+RESULTS = harness.OUT / "chunk-size-results.json"
 
 
 def study(specs: list[str], grid: tuple[str, ...]) -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for spec in specs:
         coll, split = spec.rsplit("-", 1)
-        base, queries = prepare({"data_dir": str(prf_study.DATA / coll), "cache": None}, split)
-        passes, meta = prf_study.cached_passes(base, queries, prf_study.OUT / spec)
+        base, queries = prepare({"data_dir": str(harness.DATA / coll), "cache": None}, split)
+        passes, meta = harness.cached_passes(base, queries, harness.OUT / spec)
         p = load_settings(base.root).search
-        mean, per = prf_study.ndcg(passes, p, meta)
+        mean, per = harness.ndcg(passes, p, meta)
         results.setdefault(spec, {})["base"] = per
         print(f"{spec} t200 (defaults) {mean:.4f}  chunks {base.status(drift=False, verify=False)['chunks']}", flush=True)
         for key in grid:
             started = time.perf_counter()
             name = f"chunk{key[1:]}" if key[0] == "t" else f"wide-chunk{key[1:]}"
-            corpus = build(base, name, settings_of(key), prf_study.OUT / "chunk-builds" / coll)
-            passes, meta = prf_study.cached_passes(corpus, queries, prf_study.OUT / f"{spec}-{name}")
-            value, results[spec][key] = prf_study.ndcg(passes, load_settings(corpus.root).search, meta)
+            corpus = build(base, name, settings_of(key), harness.OUT / "chunk-builds" / coll)
+            passes, meta = harness.cached_passes(corpus, queries, harness.OUT / f"{spec}-{name}")
+            value, results[spec][key] = harness.ndcg(passes, load_settings(corpus.root).search, meta)
             chunks = corpus.status(drift=False, verify=False)["chunks"]
             print(f"{spec} {key} {value:.4f} ({value - mean:+.4f})  chunks {chunks}  ({time.perf_counter() - started:.0f} s)", flush=True)
             RESULTS.write_text(json.dumps(results))

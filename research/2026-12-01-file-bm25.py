@@ -25,9 +25,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 centroid = load_script("2026-12-01-file-centroid.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
@@ -35,7 +36,7 @@ from ragx.search.lexical import query_words  # noqa: E402
 
 GRID = (0.25, 0.5, 0.75, 1.0)
 CENTROID_A = 0.3  # the file-centroid study's choice on train
-RESULTS = prf_study.OUT / "file-bm25-results.json"
+RESULTS = harness.OUT / "file-bm25-results.json"
 
 
 class FileBM25:
@@ -92,9 +93,9 @@ def study(specs: list[str]) -> None:
         cents = centroid.centroid_cosines(corpus, passes, qv)
         for a in GRID:
             lexical = [replace(c, lexical=(1 - a) * _scaled(c.lexical) + a * _scaled(f)) for c, f in zip(passes, files)]
-            mean, results[f"l{a}"] = prf_study.ndcg(lexical, p, meta)
+            mean, results[f"l{a}"] = harness.ndcg(lexical, p, meta)
             both = [replace(c, qsim=((1 - CENTROID_A) * c.qsim + CENTROID_A * d).astype(np.float32)) for c, d in zip(lexical, cents)]
-            mean2, results[f"l{a}+c"] = prf_study.ndcg(both, p, meta)
+            mean2, results[f"l{a}+c"] = harness.ndcg(both, p, meta)
             print(f"{spec} l{a} {mean:.4f} ({mean - base:+.4f})  with centroid {mean2:.4f} ({mean2 - base:+.4f})", flush=True)
 
 

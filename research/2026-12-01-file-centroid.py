@@ -2,7 +2,7 @@
 file, as the normalised mean of the file's chunk vectors (no new embedding). A candidate's dense signal
 becomes (1 - a) * chunk cosine + a * file-centroid cosine; everything else is the shipped defaults'
 scoring of the same cached pass (dense 100 + BM25 100 seeds, graph off), as in
-research/2026-12-01-prf-and-sentences.py, whose pass caches and helpers this script reuses.
+the research harness (lab/studies/harness.py), whose pass caches and helpers this script reuses.
 
     RAGX_CACHE_DIR=... python research/2026-12-01-file-centroid.py study dendron-vault-train scifact-train
     RAGX_CACHE_DIR=... python research/2026-12-01-file-centroid.py study dendron-vault-test scifact-test   # once, after choosing on train
@@ -13,21 +13,16 @@ Per-query results go to $RAGX_CACHE_DIR/research-prf/centroid-results.json.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-_spec = importlib.util.spec_from_file_location("prf_study", Path(__file__).with_name("2026-12-01-prf-and-sentences.py"))
-assert _spec is not None and _spec.loader is not None
-prf_study = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(prf_study)
+from lab.studies import harness
 
 GRID = (0.1, 0.2, 0.3, 0.5)
-RESULTS = prf_study.OUT / "centroid-results.json"
+RESULTS = harness.OUT / "centroid-results.json"
 
 
 def centroid_cosines(corpus, passes, qv) -> list[np.ndarray]:
@@ -50,20 +45,20 @@ def centroid_cosines(corpus, passes, qv) -> list[np.ndarray]:
 def study(specs: list[str]) -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for spec in specs:
-        _coll, corpus, passes, meta, qv, p = prf_study.load(spec)
-        base, per = prf_study.ndcg(passes, p, meta)
+        _coll, corpus, passes, meta, qv, p = harness.load(spec)
+        base, per = harness.ndcg(passes, p, meta)
         results[spec] = {"base": per}
         print(f"{spec} default {base:.4f}", flush=True)
         cents = centroid_cosines(corpus, passes, qv)
         for a in GRID:
             variant = [replace(c, qsim=((1 - a) * c.qsim + a * f).astype(np.float32)) for c, f in zip(passes, cents)]
-            mean, results[spec][f"a{a}"] = prf_study.ndcg(variant, p, meta)
+            mean, results[spec][f"a{a}"] = harness.ndcg(variant, p, meta)
             print(f"{spec} a{a} {mean:.4f} ({mean - base:+.4f})", flush=True)
     RESULTS.write_text(json.dumps(results))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "compare":
-        prf_study.compare(sys.argv[2], sys.argv[3:], RESULTS)
+        harness.compare(sys.argv[2], sys.argv[3:], RESULTS)
     else:
         study(sys.argv[2:])

@@ -20,21 +20,22 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import dense_mixes, run_command, studied
 chunk_size = load_script("2026-12-01-chunk-size.py")
 
 from lab.builds import build  # noqa: E402
 
 GRID = (0.1, 0.2, 0.3, 0.5)  # fixed before the first run, as the centroid study's
-RESULTS = prf_study.OUT / "file-window-results.json"
+RESULTS = harness.OUT / "file-window-results.json"
 
 
 def window_cosines(coll: str, corpus, passes, qv) -> list[np.ndarray]:
     """Per pass, each candidate's best cosine to the query over its file's chunks in the w512 build
     (NaN for a file the build lacks)."""
-    wide = build(corpus, "wide-chunk512", chunk_size.settings_of("w512"), prf_study.OUT / "chunk-builds" / coll)
+    wide = build(corpus, "wide-chunk512", chunk_size.settings_of("w512"), harness.OUT / "chunk-builds" / coll)
     wide.searcher.refresh()
     snap = wide.searcher.snapshot
     vectors = np.asarray(snap.vectors[np.arange(len(snap.ids))], dtype=np.float64)

@@ -30,17 +30,17 @@ import time
 
 import numpy as np
 
-from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import dense_mixes, run_command, studied
 
-from lab.passes import index_fingerprint  # noqa: E402
-from ragx.models.onnx_graph import OUTPUT_NAME  # noqa: E402
+from lab.passes import index_fingerprint
+from ragx.models.onnx_graph import OUTPUT_NAME
 
 GRID = (0.25, 0.5, 0.75, 1.0)  # fixed before the first run, as the sentence study's
 WINDOW = 512  # the bundled weights' position embeddings
 BATCH = 8
-RESULTS = prf_study.OUT / "late-chunking-results.json"
+RESULTS = harness.OUT / "late-chunking-results.json"
 
 
 def file_windows(order: np.ndarray, file_ids: np.ndarray, tokens: list[list[int]], header_of: dict[int, list[int]],
@@ -66,7 +66,7 @@ def file_windows(order: np.ndarray, file_ids: np.ndarray, tokens: list[list[int]
 
 def late_vectors(coll: str, corpus) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk's id (sorted) and its late-chunked vector, cached per index fingerprint."""
-    cache = prf_study.OUT / f"late-{coll}.npz"
+    cache = harness.OUT / f"late-{coll}.npz"
     fingerprint = json.dumps(index_fingerprint(corpus), sort_keys=True, default=str)
     if cache.exists():
         z = np.load(cache)

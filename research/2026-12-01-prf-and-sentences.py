@@ -18,55 +18,17 @@ Pass caches, sentence vectors and per-query results go to $RAGX_CACHE_DIR/resear
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-from lab.builds import prepare
-from lab.passes import build_cache, index_fingerprint, load_cache
-from ragx.config import load_settings
-from ragx.eval.metrics import evaluate
-from ragx.eval.runner import DEPTH
-from ragx.eval.stats import paired
-from ragx.scoring.files import file_run
+from lab.studies.harness import OUT, compare, load, ndcg
 from ragx.scoring.score import score
-from ragx.search.candidates import PassCaps
 
-DATA = Path(os.environ.get("RAGX_DATA", "/work/shared/data"))
-CAPS = PassCaps(100, 100, 0, 0.2)
-OUT = Path(os.environ.get("RAGX_CACHE_DIR", Path.home() / ".cache" / "ragx")) / "research-prf"
 SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-
-
-def load(spec: str):
-    coll, split = spec.rsplit("-", 1)
-    corpus, queries = prepare({"data_dir": str(DATA / coll), "cache": None}, split)
-    passes, meta = cached_passes(corpus, queries, OUT / spec)
-    qv = {q.id: corpus.embedder.embed_query(q.text) for q in queries}
-    return coll, corpus, passes, meta, qv, load_settings(corpus.root).search
-
-
-def cached_passes(corpus, queries, folder: Path, caps: PassCaps = CAPS):
-    """The defaults' passes (`caps`) of `queries` over `corpus`, cached in `folder`. A pass names chunks and
-    files by id, so a cache of an index since rebuilt names other chunks: it is run again. (Only the
-    index is compared, not ragx's code hash: these studies re-score the signals themselves.)"""
-    stale = (folder / "meta.json").exists() and json.loads((folder / "meta.json").read_text())["index"] != index_fingerprint(corpus)
-    if stale or not (folder / "passes.parquet").exists():
-        build_cache(corpus, queries, caps, folder)
-    return load_cache(folder)
-
-
-def ndcg(passes, p, meta) -> tuple[float, dict[str, float]]:
-    """Mean and per-query file-level nDCG@10 of `passes` scored with `p` (or a list: one Params per pass)."""
-    params = p if isinstance(p, list) else [p] * len(passes)
-    run = {c.qid: file_run(c, score(c, q), q, meta["paths"], DEPTH) for c, q in zip(passes, params)}
-    means, per = evaluate(meta["labels"], run)
-    return means["nDCG@10"], {q: v["nDCG@10"] for q, v in per.items()}
 
 
 def prf(corpus, passes, qv, p, k: int, beta: float):
@@ -143,18 +105,8 @@ def study(kind: str, specs: list[str]) -> None:
     results_file.write_text(json.dumps(results))
 
 
-def compare(key: str, specs: list[str], results_file: Path = OUT / "sentences-results.json") -> None:
-    results = json.loads(results_file.read_text())
-    for spec in specs:
-        base, variant = results[spec]["base"], results[spec][key]
-        q = sorted(base)
-        c = paired(np.array([variant[i] for i in q]), np.array([base[i] for i in q]))
-        print(f"| {spec} | {np.mean([base[i] for i in q]):.4f} | {np.mean([variant[i] for i in q]):.4f} | "
-              f"{c.diff:+.4f} [{c.ci[0]:+.4f}, {c.ci[1]:+.4f}] | {c.p:.3f} | {c.wins}/{c.ties}/{c.losses} |")
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "compare":
-        compare(sys.argv[2], sys.argv[3:])
+        compare(sys.argv[2], sys.argv[3:], OUT / "sentences-results.json")
     else:
         study(sys.argv[1], sys.argv[2:])

@@ -24,9 +24,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 file_bm25 = load_script("2026-12-01-file-bm25.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
@@ -34,7 +35,7 @@ from ragx.scoring.score import score  # noqa: E402
 from ragx.search.lexical import STOPWORDS  # noqa: E402
 
 GRID = list(itertools.product((3, 10), (10, 20), (0.5, 0.7)))  # (k, m, lam), fixed before running
-RESULTS = prf_study.OUT / "rm3-results.json"
+RESULTS = harness.OUT / "rm3-results.json"
 
 
 def key_of(k: int, m: int, lam: float) -> str:
@@ -93,7 +94,7 @@ def study(specs: list[str], keys: list[str] | None) -> None:
             key = key_of(k, m, lam)
             if keys and key not in keys:
                 continue
-            mean, results[key] = prf_study.ndcg([fb.expanded(c, k, m, lam) for c in passes], p, meta)
+            mean, results[key] = harness.ndcg([fb.expanded(c, k, m, lam) for c in passes], p, meta)
             print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

@@ -34,16 +34,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 anchor_study = load_script("2026-12-01-anchor-text.py")
 
 from ragx.ingest import frontmatter  # noqa: E402
 from ragx.ingest.anchors import extract as explicit_anchors  # noqa: E402
 
 GRID = (1, 2, 3)
-RESULTS = prf_study.OUT / "title-mentions-results.json"
+RESULTS = harness.OUT / "title-mentions-results.json"
 _HEADING = re.compile(r"\A#\s+(.+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
@@ -89,7 +90,7 @@ def mentions(texts: dict[int, str], titles: dict[int, str], min_words: int) -> t
 class Mixed(anchor_study.Anchors):
     """The anchor-text study's scorer over given contexts (explicit anchors, and mentions)."""
 
-    def __init__(self, corpus, texts: list[str], targets: list[int]):  # noqa: D107 - no super(): no file reading
+    def __init__(self, corpus, texts: list[str], targets: list[int]):
         import bm25s
 
         paths = corpus.searcher.store.file_paths()
@@ -147,12 +148,12 @@ def study(specs: list[str]) -> None:
         ex_t, ex_f = _explicit(corpus, texts, paths)
 
         reference = _scored(passes, qv, Mixed(corpus, ex_t, ex_f))
-        base, per_variant["base"] = prf_study.ndcg(reference, p, meta)
+        base, per_variant["base"] = harness.ndcg(reference, p, meta)
         print(f"{spec}: {len(titles)} titles, {len(ex_t)} explicit anchors; explicit-only reference {base:.4f} "
               f"(the defaults' own FTS5 anchors: {defaults_value:.4f})", flush=True)
         for w in GRID:
             m_t, m_f = mentions(texts, titles, w)
-            mean, per_variant[f"w{w}"] = prf_study.ndcg(_scored(passes, qv, Mixed(corpus, ex_t + m_t, ex_f + m_f)), p, meta)
+            mean, per_variant[f"w{w}"] = harness.ndcg(_scored(passes, qv, Mixed(corpus, ex_t + m_t, ex_f + m_f)), p, meta)
             print(f"{spec} w{w}: {len(m_t)} mentions, {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

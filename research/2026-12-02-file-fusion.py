@@ -30,15 +30,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
+
+from lab.studies.harness import run_command, studied
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.files import file_run
-from ragx.scoring.score import _pre, prepare, score
+from ragx.scoring.score import combine, prepare, score
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = (0.25, 0.5, 1.0)
-RESULTS = prf.OUT / "file-fusion-results.json"
+RESULTS = harness.OUT / "file-fusion-results.json"
 
 
 def file_fused(c, p, b: float):
@@ -51,7 +52,7 @@ def file_fused(c, p, b: float):
         top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)
         np.maximum.at(top, inv, leg)
         best.append(top[inv])
-    values = (1 - b) * pr.pre + b * _pre(p, *best)
+    values = (1 - b) * pr.pre + b * combine(p, *best)
     out = np.full(len(c.nodes), np.nan)
     out[cand] = values
     return replace(score(c, p, pr), order=cand[np.lexsort((c.nodes[cand], -values))], score=out)

@@ -30,17 +30,17 @@ import random
 import sys
 import time
 
-from lab.studies.research_scripts import load_script, run_command
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command
 
-from lab.builds import build, prepare  # noqa: E402
-from ragx.config import load_settings  # noqa: E402
-from ragx.eval.beir import read_qrels  # noqa: E402
+from lab.builds import build, prepare
+from ragx.config import load_settings
+from ragx.eval.beir import read_qrels
 
 TRAIN = ("scifact", "dendron-vault")
-MODEL = prf_study.OUT / "minilm-ft"
-RESULTS = prf_study.OUT / "finetune-results.json"
+MODEL = harness.OUT / "minilm-ft"
+RESULTS = harness.OUT / "finetune-results.json"
 BATCH, EPOCHS, LR, WARMUP, DECAY, SEED, MAX_LEN = 32, 1, 2e-5, 0.1, 0.01, 0, 256
 
 
@@ -48,7 +48,7 @@ def _pairs() -> list[tuple[str, str, str]]:
     """(query text, document id, document text) for every judged-relevant pair of the training splits."""
     out = []
     for coll in TRAIN:
-        folder = prf_study.DATA / coll
+        folder = harness.DATA / coll
         queries = {}
         with open(folder / "queries.jsonl", encoding="utf-8") as fh:
             for line in fh:
@@ -146,15 +146,15 @@ def study(specs: list[str], model_for=lambda coll: MODEL, tag: str = "ft", resul
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for spec in specs:
         coll, split = spec.rsplit("-", 1)
-        base, queries = prepare({"data_dir": str(prf_study.DATA / coll), "cache": None}, split)
-        passes, meta = prf_study.cached_passes(base, queries, prf_study.OUT / spec)
-        mean, per = prf_study.ndcg(passes, load_settings(base.root).search, meta)
+        base, queries = prepare({"data_dir": str(harness.DATA / coll), "cache": None}, split)
+        passes, meta = harness.cached_passes(base, queries, harness.OUT / spec)
+        mean, per = harness.ndcg(passes, load_settings(base.root).search, meta)
         results.setdefault(spec, {})["base"] = per
         started = time.perf_counter()
         name = "finetuned" if tag == "ft" else tag
-        corpus = build(base, name, {"embeddings": {"model": str(model_for(coll))}}, prf_study.OUT / f"{tag}-builds" / coll)
-        passes, meta = prf_study.cached_passes(corpus, queries, prf_study.OUT / f"{spec}-{tag}")
-        value, results[spec][tag] = prf_study.ndcg(passes, load_settings(corpus.root).search, meta)
+        corpus = build(base, name, {"embeddings": {"model": str(model_for(coll))}}, harness.OUT / f"{tag}-builds" / coll)
+        passes, meta = harness.cached_passes(corpus, queries, harness.OUT / f"{spec}-{tag}")
+        value, results[spec][tag] = harness.ndcg(passes, load_settings(corpus.root).search, meta)
         print(f"{spec} defaults {mean:.4f}  {name} {value:.4f} ({value - mean:+.4f})  ({time.perf_counter() - started:.0f} s)", flush=True)
         results_file.write_text(json.dumps(results))
 

@@ -31,13 +31,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 GRID = (0.25, 0.5, 1.0)
 K = 10
 BLOCK = 1024
-RESULTS = prf.OUT / "hubness-results.json"
+RESULTS = harness.OUT / "hubness-results.json"
 
 
 def neighbourhood_means(vectors: np.ndarray, k: int = K) -> np.ndarray:
@@ -69,7 +69,7 @@ def study(specs: list[str]) -> None:
         hubs = hub_scores(corpus, passes)
         for beta in GRID:
             variant = [replace(c, qsim=(c.qsim - beta * r).astype(np.float32)) for c, r in zip(passes, hubs)]
-            mean, per_variant[f"beta{beta}"] = prf.ndcg(variant, p, meta)
+            mean, per_variant[f"beta{beta}"] = harness.ndcg(variant, p, meta)
             print(f"{spec} beta{beta} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

@@ -34,16 +34,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 anchor_study = load_script("2026-12-01-anchor-text.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 
 GRID = anchor_study.GRID  # the anchor study's: the same two mixes, the same weights
-RESULTS = prf_study.OUT / "path-words-results.json"
+RESULTS = harness.OUT / "path-words-results.json"
 COMMON = 0.10  # a path word in more than this share of the files says nothing about one of them
 K1, B = 1.2, 0.75
 _CUT = re.compile(r"[/._\-\s]+")
@@ -126,7 +127,7 @@ def study(specs: list[str], grid: tuple[str, ...] = GRID) -> None:
                     scaled = _scaled(c.lexical)
                     v = replace(v, lexical=(1 - a) * scaled + a * np.maximum(scaled, _scaled(lx)))
                 variant.append(v)
-            mean, results[key] = prf_study.ndcg(variant, p, meta)
+            mean, results[key] = harness.ndcg(variant, p, meta)
             print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

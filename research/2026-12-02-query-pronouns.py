@@ -28,11 +28,11 @@ from __future__ import annotations
 import sys
 from unittest import mock
 
-from lab.studies.research_scripts import load_script, run_command, studied
-from ragx.search import lexical
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
-RESULTS = prf.OUT / "query-pronouns-results.json"
+from lab.studies.harness import run_command, studied
+from ragx.search import lexical
+RESULTS = harness.OUT / "query-pronouns-results.json"
 PRONOUNS = frozenset(
     """i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself she her
     hers herself it its itself they them their theirs themselves""".split()
@@ -44,11 +44,11 @@ def study(specs: list[str]) -> None:
 
     for spec, loaded, base, per_variant in studied(specs, RESULTS):
         coll, _corpus, _passes, meta, _qv, p = loaded
-        corpus, queries = prepare({"data_dir": str(prf.DATA / coll), "cache": None}, spec.rsplit("-", 1)[1])
+        corpus, queries = prepare({"data_dir": str(harness.DATA / coll), "cache": None}, spec.rsplit("-", 1)[1])
         mentioned = sum(any(w in PRONOUNS for w in lexical._WORD.findall(q.text.lower())) for q in queries)
         with mock.patch.object(lexical, "STOPWORDS", lexical.STOPWORDS | PRONOUNS):
-            passes, _meta = prf.cached_passes(corpus, queries, prf.OUT / f"{spec}-pronouns")
-        mean, per_variant["pronouns"] = prf.ndcg(passes, p, meta)
+            passes, _meta = harness.cached_passes(corpus, queries, harness.OUT / f"{spec}-pronouns")
+        mean, per_variant["pronouns"] = harness.ndcg(passes, p, meta)
         print(f"{spec} pronouns {mean:.4f} ({mean - base:+.4f}); {mentioned} of {len(queries)} queries hold a pronoun", flush=True)
 
 

@@ -39,7 +39,9 @@ import sys
 import time
 from pathlib import Path
 
-from lab.studies.research_scripts import load_script, run_command
+from lab.studies import harness
+
+from lab.studies.harness import run_command
 
 RESULTS = Path(os.environ.get("READABLE_RESULTS", Path.home() / ".cache" / "ragx" / "readable-text-results.json"))
 
@@ -51,11 +53,10 @@ def run(argv: list[str]) -> None:
     wanted = {"base": "", "dense": "dense", "both": "both"}[key]
     if os.environ.get("RAGX_STUDY_READABLE", "") != wanted:
         raise SystemExit(f"run {key} needs RAGX_STUDY_READABLE={wanted!r} (and the patched tree for a variant)")
-    prf = load_script("2026-12-01-prf-and-sentences.py")
     for spec in specs:
         t0 = time.perf_counter()
-        _coll, _corpus, passes, meta, _qv, p = prf.load(spec)
-        mean, per = prf.ndcg(passes, p, meta)
+        _coll, _corpus, passes, meta, _qv, p = harness.load(spec)
+        mean, per = harness.ndcg(passes, p, meta)
         results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         results.setdefault(spec, {})[key] = per
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -38,11 +38,10 @@ from typing import Callable
 import numpy as np
 
 import ragx.scoring.score as scoring
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
+from lab.studies.harness import run_command, studied
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
-
-RESULTS = prf_study.OUT / "score-normalisation-results.json"
+RESULTS = harness.OUT / "score-normalisation-results.json"
 SHARES = (0.25, 0.33, None, 0.5, 0.6)  # None: the defaults' own weights (share 0.4200)
 
 
@@ -97,7 +96,7 @@ def study(argv: list[str]) -> None:
                     key = f"{norm}-s{0.42 if share is None else share}"
                     if only is not None and key != only:
                         continue
-                    mean, results[key] = prf_study.ndcg(passes, _with_share(p, share), meta)
+                    mean, results[key] = harness.ndcg(passes, _with_share(p, share), meta)
                     print(f"{spec} {key} {mean:.4f} ({mean - base:+.4f})", flush=True)
             scoring._signals = default_signals  # `studied` scores the next spec's base with the defaults' own
     finally:

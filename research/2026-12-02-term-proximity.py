@@ -35,18 +35,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies import harness
 
-prf_study = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 
-from ragx.index.fts_tokens import shared  # noqa: E402
-from ragx.index.stop_words import STOP_WORDS  # noqa: E402
-from ragx.search.lexical import query_words  # noqa: E402
+from ragx.index.fts_tokens import shared
+from ragx.index.stop_words import STOP_WORDS
+from ragx.search.lexical import query_words
 
 FEATURES = ("od3", "uw8", "cover")
 GRID = (0.15, 0.3, 0.5)
 K1, B = 1.2, 0.75
-RESULTS = prf_study.OUT / "term-proximity-results.json"
+RESULTS = harness.OUT / "term-proximity-results.json"
 
 
 class ChunkTerms:
@@ -130,7 +130,7 @@ def study(specs: list[str]) -> None:
         for f in FEATURES:
             for a in GRID:
                 variant = [replace(c, lexical=(1 - a) * _scaled(c.lexical) + a * _scaled(x[f])) for c, x in zip(passes, feats)]
-                mean, results[f"{f}a{a}"] = prf_study.ndcg(variant, p, meta)
+                mean, results[f"{f}a{a}"] = harness.ndcg(variant, p, meta)
                 print(f"{spec} {f}a{a} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

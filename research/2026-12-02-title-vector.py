@@ -28,12 +28,13 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import dense_mixes, run_command, studied
 mentions_study = load_script("2026-12-01-title-mentions.py")
 GRID = (0.1, 0.2, 0.3)
-RESULTS = prf.OUT / "title-vector-results.json"
+RESULTS = harness.OUT / "title-vector-results.json"
 
 
 def title_cosines(corpus, passes, qv) -> list[np.ndarray]:

@@ -29,11 +29,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied, train_or_choice
 GRID = ((0.5, 0), (1.0, 0), (1.0, 1), (1.0, 3))
-RESULTS = prf.OUT / "centred-results.json"
+RESULTS = harness.OUT / "centred-results.json"
 
 
 def key(gamma: float, d: int) -> str:
@@ -75,7 +75,7 @@ def study(argv: list[str]) -> None:
             moved = f(vectors)
             variant = [replace(c, qsim=(moved[r] @ f(np.asarray(qv[c.qid], dtype=np.float64))).astype(np.float32))
                        for c, r in zip(passes, rows)]
-            mean, per_variant[key(gamma, d)] = prf.ndcg(variant, p, meta)
+            mean, per_variant[key(gamma, d)] = harness.ndcg(variant, p, meta)
             print(f"{spec} {key(gamma, d)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

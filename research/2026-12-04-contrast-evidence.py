@@ -48,14 +48,15 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
 from lab.studies.research_scripts import load_script  # noqa: E402
+from lab.studies import harness  # noqa: E402
 from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.index.fts_tokens import shared  # noqa: E402
-from ragx.index.lexicon import K1  # noqa: E402
+from ragx.scoring.bm25 import K1  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 
 legs = load_script("2026-12-04-leg-agreement.py")  # its report and its 2-fold split
-OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
+OUT = harness.OUT
 THRESHOLDS = OUT / "contrast-evidence-thresholds.json"
 RULES = ("or", "gap", "z", "share")
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)

@@ -33,18 +33,19 @@ import random
 import re
 import sys
 
-from lab.studies.research_scripts import load_script, run_command
+from lab.studies import harness
+from lab.studies.harness import run_command
+from lab.studies.research_scripts import load_script
 
 finetune = load_script("2026-12-02-finetune.py")
-prf = finetune.prf_study
-RESULTS = prf.OUT / "adapt-results.json"
+RESULTS = harness.OUT / "adapt-results.json"
 MAX_PAIRS, MIN_WORDS, SEED = 1600, 20, 0
 FRONTMATTER = re.compile(r"\A---\n(.*?)\n---\n?", re.S)
 TITLE_LINE = re.compile(r"^title:\s*(.*?)\s*$", re.M)
 
 
 def model_for(coll: str):
-    return prf.OUT / f"minilm-adapt-{coll}"
+    return harness.OUT / f"minilm-adapt-{coll}"
 
 
 def title_and_body(doc: dict) -> tuple[str, str]:
@@ -65,7 +66,7 @@ def title_and_body(doc: dict) -> tuple[str, str]:
 def pairs_of(coll: str) -> list[tuple[str, str, str]]:
     """(title, title, body) for the collection's titled documents: at most MAX_PAIRS, seeded."""
     out = []
-    with open(prf.DATA / coll / "corpus.jsonl", encoding="utf-8") as fh:
+    with open(harness.DATA / coll / "corpus.jsonl", encoding="utf-8") as fh:
         for line in fh:
             title, body = title_and_body(json.loads(line))
             if title and len(body.split()) >= MIN_WORDS:

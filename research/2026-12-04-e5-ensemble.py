@@ -37,19 +37,19 @@ import time
 
 import numpy as np
 
+from lab.builds import prepare
 from lab.passes import load_cache
-from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies import harness
+from lab.studies.harness import dense_mixes, run_command, studied
 GRID = (0.25, 0.5, 0.75)
 CHOSEN = (0.5,)  # the train choice: the only setting run on the test splits
-RESULTS = prf.OUT / "e5-ensemble-results.json"
+RESULTS = harness.OUT / "e5-ensemble-results.json"
 SPLITS = {"dendron-vault": ("train", "test"), "scifact": ("train", "test"), "cranfield": ("test",), "musique-small": ("test",)}
 BLOCK = 512  # chunks embedded between two saves
 
 
 def vectors_file(coll: str):
-    return prf.OUT / f"e5-{coll}.npz"
+    return harness.OUT / f"e5-{coll}.npz"
 
 
 def e5():
@@ -60,8 +60,8 @@ def e5():
 
 def embed(coll: str) -> None:
     """e5 passage vectors of every chunk the collection's cached passes hold (load each split with
-    `study` or prf.load first, so the caches exist)."""
-    held = np.unique(np.concatenate([c.nodes for s in SPLITS[coll] for c in load_cache(prf.OUT / f"{coll}-{s}")[0]]))
+    `study` or harness.load first, so the caches exist)."""
+    held = np.unique(np.concatenate([c.nodes for s in SPLITS[coll] for c in load_cache(harness.OUT / f"{coll}-{s}")[0]]))
     f = vectors_file(coll)
     z = np.load(f) if f.exists() else {"ids": np.empty(0, np.int64), "V": np.empty((0, 384), np.float32)}
     done_ids, done = z["ids"], z["V"]
@@ -69,7 +69,7 @@ def embed(coll: str) -> None:
     if not len(todo):
         print(f"{coll}: {len(done_ids)} chunks embedded already")
         return
-    corpus, _queries = prf.prepare({"data_dir": str(prf.DATA / coll), "cache": None}, SPLITS[coll][0])
+    corpus, _queries = prepare({"data_dir": str(harness.DATA / coll), "cache": None}, SPLITS[coll][0])
     model = e5()
     started = time.time()
     for start in range(0, len(todo), BLOCK):
@@ -117,7 +117,7 @@ def main(argv: list[str]) -> None:
     if argv[0] == "embed":
         for coll in argv[1:]:
             for split in SPLITS[coll]:
-                prf.load(f"{coll}-{split}")  # the pass caches whose chunks are embedded
+                harness.load(f"{coll}-{split}")  # the pass caches whose chunks are embedded
             embed(coll)
     else:
         study(argv[1:])

@@ -32,12 +32,12 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
-from ragx.search.evidence import signals
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied, train_or_choice
+from ragx.search.evidence import signals
 GRID = (0.0, 0.25, 0.5)
-RESULTS = prf.OUT / "evidence-gated-results.json"
+RESULTS = harness.OUT / "evidence-gated-results.json"
 
 
 def key(g: float) -> str:
@@ -62,7 +62,7 @@ def study(argv: list[str]) -> None:
         affected = sum(1 for c in passes if gated(c, p, 0.5) is not p)
         print(f"{spec}: {affected} of {len(passes)} queries have one leg without evidence", flush=True)
         for g in grid:
-            mean, per_variant[key(g)] = prf.ndcg(passes, [gated(c, p, g) for c in passes], meta)
+            mean, per_variant[key(g)] = harness.ndcg(passes, [gated(c, p, g) for c in passes], meta)
             print(f"{spec} {key(g)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

@@ -40,15 +40,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
-from ragx.search.evidence import signals
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied, train_or_choice
+from ragx.search.evidence import signals
 ALPHAS = (0.0, 0.5, 1.0, 2.0)
 BETAS = (0.0, 1.0, 2.0, 4.0)
 TRAIN = ("dendron-vault-train", "scifact-train")
-RESULTS = prf.OUT / "evidence-fusion-results.json"
-MEDIANS = prf.OUT / "evidence-fusion-medians.json"
+RESULTS = harness.OUT / "evidence-fusion-results.json"
+MEDIANS = harness.OUT / "evidence-fusion-medians.json"
 
 
 def key(alpha: float, beta: float) -> str:
@@ -75,7 +75,7 @@ def train_medians() -> tuple[float, float]:
         return m["share"], m["dense"]
     shares, denses = [], []
     for spec in TRAIN:
-        _coll, _corpus, passes, _meta, _qv, _p = prf.load(spec)
+        _coll, _corpus, passes, _meta, _qv, _p = harness.load(spec)
         s, d = evidence(passes)
         shares.append(s)
         denses.append(d)
@@ -98,7 +98,7 @@ def study(argv: list[str]) -> None:
         for alpha, beta in grid:
             dw, lw = weights(p, share, dense, alpha, beta, m_s, m_d)
             params = [replace(p, dense_weight=float(g), lexical_weight=float(d)) for g, d in zip(dw, lw)]
-            mean, per_variant[key(alpha, beta)] = prf.ndcg(passes, params, meta)
+            mean, per_variant[key(alpha, beta)] = harness.ndcg(passes, params, meta)
             print(f"{spec} {key(alpha, beta)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

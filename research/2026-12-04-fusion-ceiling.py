@@ -25,10 +25,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
+from lab.studies import harness
 from ragx.eval.metrics import evaluate
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = np.round(np.linspace(0.0, 1.0, 51), 2)
 
 
@@ -44,13 +42,13 @@ def perfect(passes, meta) -> float:
 
 
 def ceiling(spec: str) -> None:
-    _coll, _corpus, passes, meta, _qv, p = prf.load(spec)
+    _coll, _corpus, passes, meta, _qv, p = harness.load(spec)
     total = p.dense_weight + p.lexical_weight
     shipped_share = p.lexical_weight / total
-    base, _ = prf.ndcg(passes, p, meta)
+    base, _ = harness.ndcg(passes, p, meta)
     per_share = {}
     for s in GRID:
-        mean, per = prf.ndcg(passes, replace(p, dense_weight=(1 - s) * total, lexical_weight=s * total), meta)
+        mean, per = harness.ndcg(passes, replace(p, dense_weight=(1 - s) * total, lexical_weight=s * total), meta)
         per_share[float(s)] = (mean, per)
     best_s = max(per_share, key=lambda s: per_share[s][0])
     qids = sorted(per_share[best_s][1])

@@ -45,11 +45,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
-from lab.studies.research_scripts import load_script  # noqa: E402
+from lab.studies import harness  # noqa: E402
 from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 
-OUT = load_script("2026-12-01-prf-and-sentences.py").OUT
+OUT = harness.OUT
 THRESHOLDS = OUT / "leg-agreement-thresholds.json"
 RULES = ("or", "agree", "overlap", "balanced")
 MAX_LOSS = 0.005

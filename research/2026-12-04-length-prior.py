@@ -28,11 +28,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied, train_or_choice
 GRID = (-0.02, -0.01, 0.01, 0.02, 0.04)
-RESULTS = prf.OUT / "length-prior-results.json"
+RESULTS = harness.OUT / "length-prior-results.json"
 
 
 def key(beta: float) -> str:
@@ -57,7 +57,7 @@ def study(argv: list[str]) -> None:
         lengths = log_lengths(corpus, passes)
         for beta in grid:
             variant = [replace(c, qsim=(c.qsim + beta * r).astype(np.float32)) for c, r in zip(passes, lengths)]
-            mean, per_variant[key(beta)] = prf.ndcg(variant, p, meta)
+            mean, per_variant[key(beta)] = harness.ndcg(variant, p, meta)
             print(f"{spec} {key(beta)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

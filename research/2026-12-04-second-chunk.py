@@ -26,14 +26,14 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
+from lab.studies import harness
+
+from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.score import score
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = (0.1, 0.2, 0.3, 0.5)
-RESULTS = prf.OUT / "second-chunk-results.json"
+RESULTS = harness.OUT / "second-chunk-results.json"
 
 
 def key(lam: float) -> str:

@@ -32,15 +32,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied
+from lab.studies.research_scripts import load_script
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import run_command, studied
 centroid = load_script("2026-12-01-file-centroid.py")
 file_bm25 = load_script("2026-12-01-file-bm25.py")
 title_vector = load_script("2026-12-02-title-vector.py")
 
 FILE_BM25_L, CENTROID_A, TITLE_A = 0.5, 0.3, 0.1  # each study's own choice on train
-RESULTS = prf.OUT / "stacked-file-signals-results.json"
+RESULTS = harness.OUT / "stacked-file-signals-results.json"
 
 
 def study(specs: list[str]) -> None:
@@ -56,7 +57,7 @@ def study(specs: list[str]) -> None:
             dense = (1 - CENTROID_A) * c.qsim.astype(np.float64) + CENTROID_A * cent
             dense = (1 - TITLE_A) * dense + TITLE_A * title
             stacked.append(replace(c, lexical=lexical, qsim=dense.astype(np.float32)))
-        mean, results["stack"] = prf.ndcg(stacked, p, meta)
+        mean, results["stack"] = harness.ndcg(stacked, p, meta)
         print(f"{spec} stack {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

@@ -30,13 +30,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script, run_command, studied, train_or_choice
+from lab.studies import harness
+
+from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.index.fts_tokens import shared
 from ragx.search.lexical import query_words
-
-prf = load_script("2026-12-01-prf-and-sentences.py")
 GRID = (0.25, 0.5, 1.0)
-RESULTS = prf.OUT / "term-importance-results.json"
+RESULTS = harness.OUT / "term-importance-results.json"
 
 
 def key(alpha: float) -> str:
@@ -88,7 +88,7 @@ def study(argv: list[str]) -> None:
             per_query.append((scores, importance(corpus.embedder, words)))
         for alpha in grid:
             variant = [replace(c, lexical=weights(imp, alpha) @ s) for c, (s, imp) in zip(passes, per_query)]
-            mean, per_variant[key(alpha)] = prf.ndcg(variant, p, meta)
+            mean, per_variant[key(alpha)] = harness.ndcg(variant, p, meta)
             print(f"{spec} {key(alpha)} {mean:.4f} ({mean - base:+.4f})", flush=True)
 
 

@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 
-from lab.studies.research_scripts import dense_mixes, load_script, run_command, studied
+from lab.studies import harness
 
-prf = load_script("2026-12-01-prf-and-sentences.py")
+from lab.studies.harness import dense_mixes, run_command, studied
 GRID = (0.1, 0.2, 0.3)
-RESULTS = prf.OUT / "token-maxsim-results.json"
+RESULTS = harness.OUT / "token-maxsim-results.json"
 BATCH = 32
 
 
@@ -67,7 +67,7 @@ def token_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
 
 def chunk_tokens(coll: str, corpus, passes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(chunk ids, offsets, token matrix) of every chunk any pass holds, cached per collection."""
-    f = prf.OUT / f"tokens-{coll}.npz"
+    f = harness.OUT / f"tokens-{coll}.npz"
     if f.exists():
         z = np.load(f)
         held = np.unique(np.concatenate([c.nodes for c in passes]))

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import sparse
 
 from ragx.eval.beir import doc_text, read_jsonl, read_qrels
-from ragx.index import bm25
+from ragx.scoring import bm25
 from ragx.index.fts_tokens import shared
 from ragx.ingest.chunk import ChunkSettings, chunk_text
 from ragx.search.lexical import STOPWORDS

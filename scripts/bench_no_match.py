@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragx.api import Corpus  # noqa: E402
 from ragx.eval.beir import cache_dir_for, materialise, splits_of  # noqa: E402
-from ragx.index.bm25 import VARIANTS  # noqa: E402
+from ragx.scoring.bm25 import VARIANTS  # noqa: E402
 from ragx.search.evidence import decide, signals  # noqa: E402
 from ragx.search.retrieve import retrieval_pass  # noqa: E402
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ragx.api import Corpus
-from ragx.search.pipeline import QueryOptions
+from ragx.search.results import QueryOptions
 
 
 def pct(xs: list[float], p: float) -> float:

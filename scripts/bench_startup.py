@@ -1,6 +1,7 @@
-"""Start-up latency of one-shot commands: cold `ragx query --json`, `ragx status` (--json and plain), and the MCP
-handshake (process start -> `initialize` answered), medians of N runs each, this checkout against an
-older install in the same run (runs interleaved, so machine load hits both alike).
+"""Start-up latency of one-shot commands: cold `ragx query --json`, `ragx status` (--json and plain), the MCP
+handshake (process start -> `initialize` answered) and `ragx --help`, beside `python -c pass`, medians of N
+runs each, this checkout against an older install in the same run (runs interleaved, so machine load hits
+both alike).
 
     python scripts/bench_startup.py --root <SciFact corpus> [--old-venv /work/main/.venv | --old-tree <dir>] [--runs 10]
 
@@ -126,6 +127,8 @@ def main() -> None:
         "status --json": lambda r, e, i: _timed([*r, "status", "--json", "--root", str(root)], e),
         "status": lambda r, e, i: _timed([*r, "status", "--root", str(root)], e),
         "mcp handshake": lambda r, e, i: _handshake(r, root, e),
+        "--help": lambda r, e, i: _timed([*r, "--help"], e),
+        "python -c pass": lambda r, e, i: _timed([sys.executable, "-c", "pass"], e),  # the interpreter alone, for ratios
     }
     load_before = os.getloadavg()[0]  # a shared machine: say how busy and how fast it was, before and after
     speed_before = _machine_speed()

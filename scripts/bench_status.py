@@ -19,8 +19,9 @@ import sys
 
 CHILD = r"""
 import json, sys, time
-from ragx.api import Corpus, _verify
+from ragx.api import Corpus
 from ragx.index.store import Store
+from ragx.index.verify import verify_index
 
 corpus = Corpus.open(sys.argv[1])
 t0 = time.process_time()
@@ -30,7 +31,7 @@ store = Store(corpus.layout.db, readonly=True)
 with store.snapshot():
     manifest = store.manifest()
     t2 = time.process_time()
-    problems = _verify(corpus.layout, store, manifest, False)
+    problems = verify_index(corpus.layout, store, manifest, False)
     t3 = time.process_time()
 print(json.dumps({"status": t1 - t0, "check": t3 - t2, "consistent": info["consistent"] and not problems,
                   "numpy": "numpy._core" in sys.modules}))

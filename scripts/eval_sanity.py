@@ -20,7 +20,7 @@ import sys
 
 from ragx.cli.main import run
 from ragx.eval import runner
-from ragx.search.score import Ranking
+from ragx.scoring.score import Ranking
 
 REVERSED, SWAP12 = 77.0, 78.0
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
 CORE = "snapshot-per-read and array checksums (issue 11 items 1-2, branch core)"
 
@@ -559,6 +561,86 @@ def vectors_corrupt(s: Suite) -> None:
     s.rows.append(Row("corrupt vectors.npy", "ragx index --full, then ragx query", q.code, q.message, None, bool(info.get("consistent")),
                       ok))
     s.restore(backup)
+
+
+def plant_deleted_entries(index_dir: Path, ghosts: int = 500) -> None:
+    """Make the current generation's ANN file hold deleted entries, as a compacting run that removed
+    more chunks than it added wrote it before issue 42: `ghosts` entries under ids no chunk has are
+    added, then removed; the new checksum is recorded where the writer records it (manifest,
+    verified.json), so the file is what a writer wrote as far as every check can tell."""
+    from usearch.index import Index
+
+    from ragx.index.verified import file_checksum, record
+
+    con = sqlite3.connect(index_dir / "index.sqlite")
+    try:
+        manifest = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM manifest")}
+        folder = index_dir / f"gen-{int(manifest['generation']):06d}"
+        index = Index.restore(str(folder / "vectors.hnsw"))
+        ids = np.arange(10**9, 10**9 + ghosts)
+        index.add(ids, np.random.default_rng(5).standard_normal((ghosts, index.ndim)).astype(np.float32))
+        index.remove(ids)
+        index.save(str(folder / "vectors.hnsw"))
+        checksums = dict(manifest["checksums"], **{"vectors.hnsw": file_checksum(folder / "vectors.hnsw")})
+        with con:
+            con.execute("UPDATE manifest SET value = ? WHERE key = 'checksums'", (json.dumps(checksums, sort_keys=True),))
+    finally:
+        con.close()
+    record(folder, checksums)
+
+
+@case("ann-deleted-entries", "corruption")
+def ann_deleted_entries(s: Suite) -> None:
+    """Issue 42, item 0: an ANN file holding deleted entries (the swe-loc pytest replay) aborted every
+    query and index run (SIGABRT) on d78b077."""
+    backup = s.backup()
+    plant_deleted_entries(s.index_dir)
+    for args in (("query", "wings", "--json"), ("status", "--deep")):
+        run = s.ragx(*args, "--root", str(s.corpus), fresh=True)
+        s.record("vectors.hnsw holding 500 deleted entries", "ragx " + " ".join(args), run, expect=0, check_intact=False)
+    undo = _change_a_file(s)
+    run = s.ragx("index", "--root", str(s.corpus), fresh=True)
+    undo()
+    s.record("vectors.hnsw holding 500 deleted entries", "ragx index (a file changed)", run, expect=0, check_intact=False)
+    s.restore(backup)
+
+
+@case("label-terms-damaged", "corruption")
+def label_terms_damaged(s: Suite) -> None:
+    """Issue 42, item 1: a damaged .ragx/label-terms.npz made every index run, --full too, exit 2."""
+    backup = s.backup()
+    cache = s.index_dir / "label-terms.npz"
+    size = cache.stat().st_size
+    for label, damage in (("truncated", lambda: os.truncate(cache, size // 2)), ("a flipped bit in", lambda: _flip(cache, size // 2))):
+        damage()
+        run = s.ragx("index", "--full", "--root", str(s.corpus))
+        s.record(f"{label} label-terms.npz", "ragx index --full", run, expect=0, check_intact=False)
+        s.restore(backup)
+
+
+@case("manifest-bad-value", "corruption")
+def manifest_bad_value(s: Suite) -> None:
+    """Issue 42, item 3: a manifest value ragx did not write was `internal error: ValueError`."""
+    backup = s.backup()
+    con = sqlite3.connect(s.index_dir / "index.sqlite")
+    with con:
+        con.execute("UPDATE manifest SET value = ? WHERE key = 'generation'", ('"x"',))
+    con.close()
+    for args in (("query", "wings"), ("status",), ("index",)):
+        run = s.ragx(*args, "--root", str(s.corpus))
+        s.record('manifest generation = "x"', "ragx " + " ".join(args), run, contains=("generation", "ragx index --full"),
+                 absent=("internal error",), check_intact=False)
+    run = s.ragx("index", "--full", "--root", str(s.corpus))
+    s.record('manifest generation = "x"', "ragx index --full (the repair)", run, expect=0, check_intact=False)
+    s.restore(backup)
+
+
+def _flip(path: Path, offset: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([byte ^ 0x10]))
 
 
 # --------------------------------------------------------------------------------------------

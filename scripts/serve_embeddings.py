@@ -40,13 +40,13 @@ def make_handler(embedder, model_name: str, lock: threading.Lock, stats: dict):
         def _error(self, status: int, message: str) -> None:
             self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             if self.path.rstrip("/") == "/v1/models":
                 self._send(200, {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "ragx"}]})
             else:
                 self._error(404, f"no route GET {self.path}")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if self.path.rstrip("/") != "/v1/embeddings":
                 self._error(404, f"no route POST {self.path}")
                 return

@@ -28,7 +28,7 @@ OWNER = {
     "Store.counts (status)": "ragx/index/store.py",
     "Store.files (status drift)": "ragx/index/store.py",
     "diff_corpus (status drift walk)": "ragx/ingest/discover.py + ragx/index/diff.py",
-    "quick integrity check (status)": "ragx/api.py _verify -> ragx/index",
+    "quick integrity check (status)": "ragx/index/verify.py",
     "  of which the store's fingerprint": "ragx/index/store.py",
     "import numpy (query)": "library (first used by ragx/index/store.py, lazy.py)",
     "import ragx.index.snapshot (query)": "ragx/index",
@@ -62,7 +62,7 @@ def _child(root: Path) -> None:
         timed("Store.counts (status)", store.counts)
         files = timed("Store.files (status drift)", store.files)
         timed("diff_corpus (status drift walk)", lambda: diff.diff_corpus(corpus.root, corpus.settings, files, store.undecodable()))
-        timed("quick integrity check (status)", lambda: api._verify(corpus.layout, store, manifest, False))
+        timed("quick integrity check (status)", lambda: importlib.import_module("ragx.index.verify").verify_index(corpus.layout, store, manifest, False))
         timed("  of which the store's fingerprint", store.live_fingerprint)
         timed("import numpy (query)", lambda: importlib.import_module("numpy").ndarray)  # loads the lazy module
         snapshot = timed("import ragx.index.snapshot (query)", lambda: importlib.import_module("ragx.index.snapshot"))

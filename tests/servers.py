@@ -34,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         fake: FakeOpenAI = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         try:
@@ -210,7 +210,7 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=False)
 def provider_env(monkeypatch):
     """No OPENAI_* variable from the developer's shell, no hub access, and fresh warn-once state."""
-    from ragx.models import registry
+    from ragx import log
 
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
@@ -222,9 +222,9 @@ def provider_env(monkeypatch):
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     except ImportError:
         pass
-    registry.reset_warnings()
+    log.reset_warnings()
     yield
-    registry.reset_warnings()
+    log.reset_warnings()
 
 
 @pytest.fixture

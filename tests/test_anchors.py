@@ -14,7 +14,7 @@ from ragx.config import load_settings
 from ragx.index.build import run_index
 from ragx.index.store import ANCHORS_OUTDATED
 from ragx.ingest.anchors import extract
-from ragx.models.registry import reset_warnings
+from ragx.log import reset_warnings
 from ragx.scoring.score import score
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake

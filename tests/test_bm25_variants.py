@@ -1,4 +1,4 @@
-"""BM25's variants (ragx/index/bm25.py) against bm25s, the reference BM25 `ragx eval` already uses,
+"""BM25's variants (ragx/scoring/bm25.py) against bm25s, the reference BM25 `ragx eval` already uses,
 and against what each variant is for."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragx.index.bm25 import VARIANTS
+from ragx.scoring.bm25 import VARIANTS
 from ragx.index.fts_tokens import shared
 from ragx.index.lexicon import Lexicon, LexiconPart
 

@@ -22,12 +22,12 @@ import pytest
 pytest.importorskip("polars")
 pytest.importorskip("optuna")
 
-from fakes import HashEmbedder, indexed_topic_corpus  # noqa: E402
+from fakes import HashEmbedder, indexed_topic_corpus
 
-from lab.caches import content_key, read_ref, shared_passes  # noqa: E402
-from lab.passes import build_cache, code_hash, index_fingerprint, load_cache  # noqa: E402
-from ragx.api import Corpus  # noqa: E402
-from ragx.search.candidates import PassCaps  # noqa: E402
+from lab.caches import content_key, read_ref, shared_passes
+from lab.passes import build_cache, code_hash, index_fingerprint, load_cache
+from ragx.api import Corpus
+from ragx.scoring.candidates import PassCaps
 
 REPO = Path(__file__).resolve().parent.parent
 CAPS = PassCaps(dense_n=30, lexical_n=30, hops=2, query_floor=0.1)

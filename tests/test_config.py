@@ -187,12 +187,16 @@ def test_config_set_takes_each_allowed_value(tmp_path, capsys, key, value):
 
 
 def test_an_engine_registered_at_run_time_can_be_set(tmp_path, capsys, monkeypatch):
+    import ragx.config as config
     import ragx.models.registry as registry
 
-    monkeypatch.setitem(registry._ENGINES, "my-plugin", lambda model, **opts: None)
+    monkeypatch.setattr(registry, "_ENGINES", dict(registry._ENGINES))
+    monkeypatch.setattr(config, "_ENGINE_NAMES", set(config._ENGINE_NAMES))
+    registry.register_engine("my-plugin", lambda model, **opts: None)
     code, _, err = call(capsys, "config", "set", "embeddings.engine", "my-plugin", "--root", str(tmp_path))
     assert code == 0, err
     monkeypatch.delitem(registry._ENGINES, "my-plugin")
+    config._ENGINE_NAMES.discard("my-plugin")  # a process that never registered it
     # A process that did not register it still reads the corpus's settings (status, config get); a
     # command that embeds refuses the engine when it builds it.
     code, out, err = call(capsys, "config", "get", "embeddings.engine", "--root", str(tmp_path))

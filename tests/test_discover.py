@@ -46,7 +46,7 @@ def run_with_timeout(fn, seconds=10.0):
     def target():
         try:
             box["value"] = fn()
-        except BaseException as exc:  # pragma: no cover - re-raised below
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
             box["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)
@@ -349,7 +349,7 @@ def _discover_as_nobody(base: Path) -> dict:
             os.setuid(65534)
             d = discover(base, DiscoverSettings())
             out = {"files": paths(d), "problems": reasons(d.problems)}
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - the forked child reports any failure to the parent
             out, code = {"error": repr(exc)}, 1
         with os.fdopen(wfd, "w") as fh:
             fh.write(json.dumps(out))

@@ -21,7 +21,7 @@ from ragx.eval.presets import ReferenceBM25
 from ragx.eval.report import CAPPED, WORSE, marker
 from ragx.eval.stats import paired
 from ragx.index.build import run_index
-from ragx.search.score import Ranking
+from ragx.scoring.score import Ranking
 
 BROKEN_RRF_K = 77.0  # a configuration with this rrf_k gets the broken scoring below
 
@@ -230,7 +230,7 @@ def test_two_legs_fill_a_budget_exactly_where_the_legs_allow():
     from test_score import BASE, make
 
     from ragx.eval.budget import equal_prefix, fit
-    from ragx.search.score import score
+    from ragx.scoring.score import score
 
     # dense ranks chunks 1, 2, 3, 4 (positions 0-3); BM25 ranks 3, 5, 6, 1 (positions 2, 4, 5, 0).
     c = make([], [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], dense=[0, 1, 2, 3], lexical=[2, 4, 5, 0])

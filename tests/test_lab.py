@@ -8,16 +8,16 @@ import pytest
 
 pytest.importorskip("polars")
 
-from fakes import HashEmbedder, indexed_topic_corpus  # noqa: E402
+from fakes import HashEmbedder, indexed_topic_corpus
 
-from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache  # noqa: E402
-from lab.rerank import shortlist_scorer  # noqa: E402
-from lab.rescore import rescore  # noqa: E402
-from ragx.api import Corpus  # noqa: E402
-from ragx.eval.presets import parse_config  # noqa: E402
-from ragx.eval.runner import run_eval  # noqa: E402
-from ragx.index.build import run_index  # noqa: E402
-from ragx.search.candidates import PassCaps  # noqa: E402
+from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache
+from lab.rerank import shortlist_scorer
+from lab.rescore import rescore
+from ragx.api import Corpus
+from ragx.eval.presets import parse_config
+from ragx.eval.runner import run_eval
+from ragx.index.build import run_index
+from ragx.scoring.candidates import PassCaps
 
 SPECS = [
     "graph",

@@ -133,6 +133,30 @@ def test_term_counts_are_cached_by_chunk_id_and_text(tmp_path, monkeypatch):
     assert label_communities(texts, community, ids, cache) == fresh
 
 
+
+def test_a_truncated_or_bit_flipped_term_cache_is_a_miss(tmp_path):
+    """Issue 42: a truncated label-terms.npz made every index run exit 2 (BadZipFile). Any damage is a
+    recount with the same labels, and the file is written anew."""
+    from ragx.index.label_terms import _load
+
+    texts = texts_about(STARS, 6, 1) + texts_about(BREAD, 5, 2)
+    community, ids = np.array([0] * 6 + [1] * 5), np.arange(100, 111)
+    cache = tmp_path / "label-terms.npz"
+    fresh = label_communities(texts, community)
+    label_communities(texts, community, ids, cache)
+    good = cache.read_bytes()
+    rng = np.random.default_rng(3)
+    damaged = [good[:size] for size in (0, 10, len(good) // 2, len(good) - 1)]
+    for at in rng.choice(len(good), 60, replace=False):
+        flipped = bytearray(good)
+        flipped[at] ^= 1 << int(rng.integers(8))
+        damaged.append(bytes(flipped))
+    for data in damaged:
+        cache.write_bytes(data)
+        assert label_communities(texts, community, ids, cache) == fresh
+        assert _load(cache) is not None  # written anew: the next run reuses it
+
+
 # ---- through the CLI --------------------------------------------------------------------------------
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake

@@ -209,14 +209,14 @@ def test_a_root_that_is_not_utf8_is_refused_at_start_up_in_one_line(bad_root):
 def test_text_json_cannot_carry_is_shown_escaped():
     """A path whose bytes are not UTF-8 in the instructions, a document or an error: shown as \\udcNN
     (as the CLI shows it), so the answer can still be sent."""
-    from ragx.mcp import server, stdio
+    from ragx.mcp import results, stdio
 
     text = stdio.initialize_result("2025-11-25", Path("/srv/notes\udcff"))["instructions"]
     assert "/srv/notes\\udcff by meaning" in text and text.encode("utf-8")
-    ok = server._ok({"root": "/srv/notes\udcff", "files": ["a\udcff.md"], "n": 1})
-    assert ok.structured_content == {"root": "/srv/notes\\udcff", "files": ["a\\udcff.md"], "n": 1}
-    assert json.loads(ok.content[0].text) == ok.structured_content
-    assert server._failed("no index in /srv/notes\udcff").content[0].text == "no index in /srv/notes\\udcff"
+    ok = results.ok({"root": "/srv/notes\udcff", "files": ["a\udcff.md"], "n": 1})
+    assert ok["structuredContent"] == {"root": "/srv/notes\\udcff", "files": ["a\\udcff.md"], "n": 1}
+    assert json.loads(ok["content"][0]["text"]) == ok["structuredContent"]
+    assert results.failed("no index in /srv/notes\udcff")["content"][0]["text"] == "no index in /srv/notes\\udcff"
 
 
 # ---- the tools' arguments ---------------------------------------------------------------------------

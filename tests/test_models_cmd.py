@@ -18,7 +18,7 @@ class _Models(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         body = json.dumps({"data": [{"id": "text-embedding-nomic-embed-text-v1.5"}, {"id": "qwen2.5-7b-instruct"}]}).encode()
         status = 200 if self.path == "/v1/models" else 404
         self.send_response(status)

@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("polars")
 
-from fakes import HashEmbedder  # noqa: E402
-from servers import FakeOpenAI, free_port  # noqa: E402
+from fakes import HashEmbedder
+from servers import FakeOpenAI, free_port
 
-import ragx.models.registry as registry  # noqa: E402
-from lab.vector_cache import CachedEmbedder, identity_folder  # noqa: E402
-from ragx.models.openai_engine import OpenAIEmbedder  # noqa: E402
+import ragx.models.registry as registry
+from ragx.eval.vector_cache import CachedEmbedder, identity_folder
+from ragx.models.openai_engine import OpenAIEmbedder
 
 
 class CountingHash(HashEmbedder):
@@ -192,7 +192,7 @@ def test_a_model_without_token_type_inputs_exports_and_embeds(tmp_path, monkeypa
 
 def test_the_cache_stores_each_slab_as_it_goes(tmp_path, monkeypatch):
     """An interrupted run keeps every finished slab: one shard per slab, each readable on its own."""
-    import lab.vector_cache as vc
+    import ragx.eval.vector_cache as vc
 
     monkeypatch.setattr(vc, "SLAB", 2)
     texts = [f"text number {i}" for i in range(5)]

@@ -143,3 +143,26 @@ def test_chunks_never_span_pages(hash_embedder):
         page = int(c.kind.split(":")[1])
         assert pages[page - 1][c.byte_start: c.byte_end] == c.text
     assert {c.kind for c in chunks} == {"pdf:1", "pdf:2", "pdf:3"}
+
+
+def test_an_install_without_pypdf_skips_a_pdf_once_with_the_reason_not_as_drift(corpus, capsys, monkeypatch):
+    """The light loop of issue 44: without pypdf a PDF stayed '1 new' forever and `ragx index` never cleared it."""
+    import ragx.ingest.discover as discover
+
+    monkeypatch.setattr(discover, "pdf_readable", lambda: False)
+    code, out, err = call(capsys, "index", "--root", str(corpus), "--json")
+    assert code == 0 and json.loads(out)["skipped"] == 1 and "1 skipped" in err
+    for _ in range(2):  # and after another index run: still skipped, never drift
+        code, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+        status = json.loads(out)
+        assert code == 0 and status["drift"] == {"new": 0, "changed": 0, "deleted": 0, "unreadable": 0}
+        assert status["not_indexed"]["skipped"] == [{"path": "report.pdf", "reason": discover.PDF_UNAVAILABLE}]
+        call(capsys, "index", "--root", str(corpus))
+    code, out, _ = call(capsys, "status", "--root", str(corpus))
+    assert "skipped: report.pdf (PDF text needs pypdf" in out
+    # Once the install can read PDFs, the next run indexes it.
+    monkeypatch.setattr(discover, "pdf_readable", lambda: True)
+    _, out, _ = call(capsys, "status", "--root", str(corpus), "--json")
+    assert json.loads(out)["drift"]["new"] == 1
+    _, out, _ = call(capsys, "index", "--root", str(corpus), "--json")
+    assert json.loads(out)["new"] == 1

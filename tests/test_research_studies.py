@@ -38,3 +38,16 @@ def test_paired_test_flags_a_broken_change_and_not_a_noop():
     assert noop.p == 1.0 and not noop.significant and noop.ties == 200
     assert broken.significant and broken.delta < 0 and broken.ci_high < 0
     assert not noisy.significant
+
+
+def test_the_research_ledger_names_every_study():
+    """research/README.md links every note under research/ and names every script (a script by its own
+    name or its note's): a study nobody can find is lost."""
+    from pathlib import Path
+
+    research = Path(__file__).resolve().parent.parent / "research"
+    ledger = (research / "README.md").read_text(encoding="utf-8")
+    notes = [p.name for p in sorted(research.glob("*.md")) if p.name != "README.md" and f"({p.name})" not in ledger]
+    scripts = [p.name for p in sorted(research.glob("*.py")) if p.name not in ledger and f"({p.stem}.md)" not in ledger]
+    missing = notes + scripts
+    assert missing == []

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from ragx.config import load_settings
-from ragx.search.candidates import Candidates, PassCaps
-from ragx.search.fuse import rrf
-from ragx.search.score import minmax, rank_files, score, shortlist
-from ragx.search.traverse import path_of, propagate
+from ragx.scoring.candidates import Candidates, PassCaps
+from ragx.scoring.fuse import rrf
+from ragx.scoring.files import rank_files
+from ragx.scoring.score import minmax, score, shortlist
+from ragx.scoring.traverse import path_of, propagate
 
 BASE = load_settings(None).search
 

@@ -79,6 +79,7 @@ def test_init_agent_installs_the_shipped_skill_and_keeps_other_text(corpus, caps
     (corpus / "AGENTS.md").write_text("# House rules\n\nBe brief.\n", encoding="utf-8")
     code, _, err = call(capsys, "init", "--agent", "--yes")
     assert code == 0, err
+    assert "next: ragx index (builds the index" in err  # the skill searches an index init does not build
     assert (corpus / SKILL_TARGET).read_text(encoding="utf-8") == skill_text()
     assert (corpus / "ragx.toml").exists()
     agents = (corpus / "AGENTS.md").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ NOT_FOR_READS = ("rich", "mcp", "mcp_types", "pydantic", "ragx.index.build", "ra
 NOT_FOR_QUERY = ("ragx.index.diff", "ragx.ingest.discover", "pathspec", "numpy.ma", "ragx.ingest.links",
                  "ragx.ingest.frontmatter")
 # The drift walk of a corpus without .gitignore files or include/exclude globs matches no pattern. Nor
-# numpy (50-60 ms): status's quick integrity check compares fingerprints and checksums (api._verify);
+# numpy (50-60 ms): status's quick integrity check compares fingerprints and checksums (ragx/index/verify.py);
 # the store binds numpy lazily, so `numpy` is in sys.modules unloaded and its package body never runs.
 NOT_FOR_STATUS = ("pathspec", "numpy._core", "numpy.ma")
 
@@ -67,6 +67,33 @@ def test_help_still_lists_every_command(capsys):
     assert code == 0
     for name in ("config", "data", "doctor", "eval", "index", "init", "inspect", "mcp", "query", "status", "version"):
         assert name in out
+
+
+# Never needed to print help: what the commands themselves load (numpy, the text console and help
+# formatter, the MCP SDK, the model and evaluation libraries).
+NOT_FOR_HELP = ("numpy._core", "rich", "markdown_it", "pygments", "mcp", "mcp_types", "pydantic", "onnxruntime", "tokenizers",
+                "ir_measures", "scipy", "usearch", "ragx.eval.report", "ragx.index.build")
+COMMANDS = ("config", "data", "doctor", "eval", "export", "import", "index", "init", "inspect", "mcp", "models", "query", "status",
+            "version")
+
+
+@pytest.mark.parametrize("args", [["--help"], [], *([c, "--help"] for c in COMMANDS), ["config", "get", "--help"], ["data", "beir", "--help"]])
+def test_help_imports_nothing_heavy(tmp_path, args):
+    code, mods = _modules_after(args, tmp_path)
+    assert code in (0, 2)  # a bare `ragx` prints the help and exits 2 (click's no_args_is_help)
+    out = (tmp_path / "out.json").read_text()
+    assert out.startswith("Usage: ragx") and (args[:1] in ([], ["--help"]) or f"ragx {' '.join(args[:-1])}" in out)
+    loaded = [m for m in mods if any(m == p or m.startswith(p + ".") for p in NOT_FOR_HELP)]
+    assert loaded == []
+
+
+@pytest.mark.parametrize("group", [[], ["config"], ["data"]])
+def test_a_group_given_no_command_prints_its_help_on_stdout_and_exits_2(capsys, group):
+    from cli_runner import call
+
+    code, out, err = call(capsys, *group)
+    assert code == 2 and err == ""
+    assert out.startswith(f"Usage: ragx {' '.join(group)}".rstrip()) and "Commands:" in out
 
 
 def test_status_still_loads_gitignore_rules_when_the_corpus_has_them(indexed, tmp_path):

@@ -276,3 +276,20 @@ def test_a_query_reads_link_edges_only_when_link_weight_uses_them(vault):
     off = corpus.query(query, params=base.replace(link_weight=0.0), top=10)["results"]
     # the boost needs the edges: with them the linked files' scores rise above the unboosted ones
     assert sum(r["score"] for r in on) > sum(r["score"] for r in off)
+
+
+def test_init_keeps_the_pdfs_and_text_of_a_vault_and_says_what_to_run_next(vault, capsys, monkeypatch):
+    import ragx.ingest.discover as discover
+
+    (vault / "theme.css").write_text("body { color: red }\n", encoding="utf-8")
+    (vault / "minutes.txt").write_text("minutes of the meeting\n", encoding="utf-8")
+    (vault / "paper.pdf").write_bytes(b"%PDF-1.4\n")
+    for i in range(3):
+        (vault / f"extra{i}.md").write_text(f"# Extra {i}\n", encoding="utf-8")
+    monkeypatch.setattr(discover, "pdf_readable", lambda: False)  # kept even where this install cannot read it yet
+    code, _, err = call(capsys, "init", "--root", str(vault), "--yes", "--force")
+    assert code in (0, None)
+    toml = (vault / "ragx.toml").read_text(encoding="utf-8")
+    assert '"*.md"' in toml and '"*.pdf"' in toml and '"*.txt"' in toml and "css" not in toml
+    assert f"next: ragx status --root {vault}" in err  # indexed already (the fixture)
+    assert "graph" not in toml  # init writes only what a user would change for a folder

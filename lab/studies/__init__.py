@@ -1,2 +1,3 @@
-"""Offline ranking studies (issue 13): graph families, query-adaptive fusion, multi-collection tuning
-and the lexical-leg comparison, all re-scored from cached retrieval passes at equal candidate budget."""
+"""Offline ranking studies re-scored from cached retrieval passes at an equal candidate budget: harness
+(the shared loading, caches, metrics and train/test protocol research/ imports), signals, families,
+fusion, lexical and graph studies, learning to rank, stats and tables."""

@@ -1,6 +1,6 @@
 """Issue 13 item 4 (the sweep): BM25's k1, b and variant, settings of ragx's own postings since they
 replaced FTS5's bm25() (which fixes k1 = 1.2, b = 0.75 and its formula), swept per collection with the
-studies' protocol. The variants are ragx/index/bm25.py's (FTS5's, Lucene's, ATIRE's, BM25L, BM25+).
+studies' protocol. The variants are ragx/scoring/bm25.py's (FTS5's, Lucene's, ATIRE's, BM25L, BM25+).
 
 Each configuration is the BM25 leg alone at file level (a file scores its best chunk, as the `bm25`
 preset ranks), over the collection's index as `ragx eval beir` builds it. (variant, k1, b) is chosen on the
@@ -21,7 +21,7 @@ import numpy as np
 
 from ragx.api import Corpus
 from ragx.eval.queries import LabelledQuery
-from ragx.index.bm25 import DEFAULT_VARIANT, VARIANTS
+from ragx.scoring.bm25 import DEFAULT_VARIANT, VARIANTS
 from ragx.search.lexical import bm25_matches
 
 from . import data

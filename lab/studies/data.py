@@ -17,7 +17,7 @@ import numpy as np
 
 from ragx.index.layout import Layout
 from ragx.index.store import Store
-from ragx.search.candidates import Candidates, PassCaps
+from ragx.scoring.candidates import Candidates, PassCaps
 
 from ..builds import prepare
 from ..passes import build_cache, load_cache

@@ -10,9 +10,9 @@ import ir_measures
 import numpy as np
 from ir_measures import RR, R, nDCG
 
-from ragx.search.candidates import Candidates
-from ragx.search.params import Params
-from ragx.search.score import rank_files
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.params import Params
+from ragx.scoring.files import rank_files
 
 MEASURES = {"nDCG@10": nDCG @ 10, "R@5": R @ 5, "R@10": R @ 10, "R@100": R @ 100, "MRR@10": RR @ 10}
 DEPTH = 100

@@ -19,10 +19,10 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ragx.search.candidates import Candidates
-from ragx.search.params import Params
-from ragx.search.score import minmax
-from ragx.search.traverse import propagate
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.params import Params
+from ragx.scoring.score import minmax
+from ragx.scoring.traverse import propagate
 
 from . import signals
 
@@ -50,7 +50,7 @@ def heat(w: float, decay: float = 0.5, hops: int = 2, base: str = "rrf", seeds: 
                       link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", anchor_dense=0.0, anchor_lexical=0.0)
 
     def score(c: Candidates) -> np.ndarray:
-        from ragx.search.fuse import rrf as seed_rrf
+        from ragx.scoring.fuse import rrf as seed_rrf
 
         tr = propagate(c, p, seed_rrf(c, p))
         return minmax(BASES[base](c)) + w * minmax(tr.heat)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ragx.search.adaptive import decisiveness
-from ragx.search.candidates import Candidates
-from ragx.search.score import minmax
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.score import minmax
 
 from . import signals
 

@@ -3,10 +3,15 @@ candidate budget): dense cosine, BM25, their ranks, RRF and min-max normalised l
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
+
 import numpy as np
 
-from ragx.search.candidates import Candidates
-from ragx.search.score import minmax
+from ragx.scoring import fuse
+from ragx.scoring.candidates import Candidates
+from ragx.scoring.params import Params
+from ragx.scoring.score import combine, minmax
 
 
 def ranks_desc(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -27,15 +32,28 @@ def lexical_rank(c: Candidates) -> np.ndarray:
     return ranks_desc(c.lexical, c.lexical > 0)
 
 
-def rrf(c: Candidates, k: float = 60.0, w_dense: float = 1.0, w_lex: float = 1.0) -> np.ndarray:
-    """RRF of the dense and BM25 rankings of the pass's nodes (a node BM25 does not match adds 0)."""
-    return w_dense / (k + dense_rank(c)) + w_lex / (k + lexical_rank(c))
+def rrf(c: Candidates, k: float = 60.0) -> np.ndarray:
+    """RRF of the dense and BM25 rankings of all the pass's nodes (a node BM25 does not match adds 0): ragx's
+    own fuse.rrf over two legs that rank every node, not only the seeds."""
+    dense = np.argsort(-c.qsim.astype(np.float64), kind="stable")
+    lexical = np.argsort(-c.lexical, kind="stable")
+    lexical = lexical[c.lexical[lexical] > 0]
+    legs = replace(c, dense_ids=[c.nodes[dense]], lexical_ids=c.nodes[lexical])
+    n = len(c.nodes)
+    return fuse.rrf(legs, _defaults().replace(rrf_k=k, dense_n=n, lexical_n=n))
 
 
 def linear(c: Candidates, w_dense: float, w_lex: float) -> np.ndarray:
-    """ragx's own fusion (min-max per query, weighted mean) over the full node set."""
-    t = w_dense + w_lex
-    return (w_dense * minmax(c.qsim) + w_lex * minmax(c.lexical)) / (t if t > 0 else 1.0)
+    """ragx's own fusion (min-max per query, weighted mean: score.combine) over the full node set, no heat."""
+    p = _defaults().replace(heat_weight=0.0, dense_weight=w_dense, lexical_weight=w_lex)
+    return combine(p, np.zeros(len(c.nodes)), minmax(c.qsim), minmax(c.lexical))
+
+
+@functools.cache
+def _defaults() -> Params:
+    from ragx.config import load_settings
+
+    return load_settings(None, warn=False).search
 
 
 def adjacency(c: Candidates):
@@ -72,8 +90,6 @@ def on_seeds(scorer, n: int = 100):
 
 def restrict(c: Candidates, m: np.ndarray) -> Candidates:
     """A Candidates view on the nodes in mask m (graph edges dropped: seeds-only scoring needs none)."""
-    from dataclasses import replace
-
     k = int(m.sum())
     return replace(c, nodes=c.nodes[m], file_ids=c.file_ids[m], qsim=c.qsim[m], lexical=c.lexical[m],
                    indptr=np.zeros(k + 1, np.int64), nbr=np.empty(0, np.int64), weight=np.empty(0), rerank=c.rerank[m],

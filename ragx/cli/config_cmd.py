@@ -25,7 +25,8 @@ from ..config import (
     set_value,
 )
 from ..errors import EXIT_ERROR, ConfigError
-from .app import JsonOpt, RootOpt, app, echo, emit_json, err, warn
+from ..log import warn
+from .app import JsonOpt, RootOpt, app, echo, emit_json, err
 
 config_app = typer.Typer(help="Read or change settings (defaults < ragx.toml < ~/.ragxrc).", no_args_is_help=True)
 app.add_typer(config_app, name="config")

@@ -4,6 +4,8 @@ compared per query with a reference configuration.
     ragx eval QUERIES.jsonl [--config ...]                       over the current corpus
     ragx eval beir DATA_DIR [DATA_DIR ...] [--split test] [...]   BEIR folders: materialised, indexed (cached),
                                                                   evaluated, one summary across them
+    ragx eval snapshots DATA_DIR [--split S] [--repo R]          repository snapshots (swe-loc): each instance's
+                                                                  tree indexed incrementally, its issue evaluated
 
 Every input (options, configurations, baselines, output paths, the BEIR folders' layout) is checked
 before anything is materialised, indexed or evaluated: bad input costs one line and exit 2, never a run.
@@ -16,21 +18,19 @@ import shlex
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
-from rich.table import Table
 
 from .. import schemas
 from ..errors import UsageError
 from ..progress import progress
 from ..eval.gate import DEFAULT_TOLERANCE, budget_changes, check, write_baseline
-from ..eval.metrics import HEADLINE
 from ..eval.presets import DEFAULT_CONFIGS, PRESETS, REFERENCE_BM25
-from ..eval.report import (LEGEND, comparison_head, comparison_rows, git_commit, lexical_lines, main_head, main_rows,
-                           summary_head, summary_rows)
 from .app import JsonOpt, RootOpt, app, emit_json, err, invocation, out
-from .index_cmd import RichReporter
+
+if TYPE_CHECKING:  # rich and the report code (numpy, ir_measures) load when a run prints, never for --help
+    from rich.table import Table
 
 CONFIG_HELP = (f"name=preset,key=value,... (repeatable). Presets: {', '.join([*PRESETS, REFERENCE_BM25])}; "
                "budget=graph|N|own sets the candidates per query (dense, bm25 and hybrid default to graph's); "
@@ -40,7 +40,7 @@ CONFIG_HELP = (f"name=preset,key=value,... (repeatable). Presets: {', '.join([*P
 
 @app.command("eval")
 def eval_command(
-    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR [DATA_DIR ...]", show_default=False)],
+    target: Annotated[list[str], typer.Argument(help="QUERIES.jsonl, or: beir DATA_DIR [DATA_DIR ...], or: snapshots DATA_DIR", show_default=False)],
     root: RootOpt = None,
     split: Annotated[Optional[str], typer.Option("--split", help="BEIR split to evaluate (beir mode; default: test).", show_default=False)] = None,
     cache: Annotated[Optional[Path], typer.Option("--cache", help="Where beir mode keeps the folder and its index (one DATA_DIR only).")] = None,
@@ -52,12 +52,24 @@ def eval_command(
     tolerance: Annotated[Optional[float], typer.Option("--tolerance", help=f"Gate tolerance (default: the baseline's, else {DEFAULT_TOLERANCE}).")] = None,
     write_baseline_to: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record this run's means as a baseline file (a folder with several datasets).")] = None,
     gap: Annotated[bool, typer.Option("--gap", help="Also run each collection's train split (where it has one) and show train and train - test per configuration (beir mode).")] = False,
+    repo: Annotated[Optional[list[str]], typer.Option("--repo", help="snapshots mode: only this repository (OWNER/NAME; repeatable).", show_default=False)] = None,
 ) -> None:
     """Evaluate retrieval (nDCG@10, R@5, R@10, R@100, MRR@10, MAP@100) for several configurations in one run,
-    with candidates scored per query and paired significance tests against a reference configuration."""
+    with candidates scored per query and paired significance tests against a reference configuration.
+    `ragx eval snapshots DATA_DIR`: file localisation (Acc@1/5/10, R@5, R@10, MRR) over repository snapshots."""
+    from ..eval.report import git_commit
     from ..eval.suite import document, evaluate_dataset
 
     command = shlex.join(["ragx", *invocation])
+    if target[0] == "snapshots":
+        from .eval_snapshots import refuse_other_options, run_snapshots
+
+        refuse_other_options({"--root": root is not None, "--report": report is not None, "--gate": gate is not None,
+                              "--tolerance": tolerance is not None, "--write-baseline": write_baseline_to is not None, "--gap": gap})
+        run_snapshots(target[1:], split, cache, config, reference, repo, json_out, command, git_commit(Path(__file__).resolve().parent))
+        raise typer.Exit(0)
+    if repo:
+        raise UsageError("--repo applies to `ragx eval snapshots DATA_DIR`")
     # Every input is checked before anything is materialised, indexed or evaluated.
     planned = _plan(target, root, split, cache, gap, config, reference)
     _check_outputs(planned, report, gate, tolerance, write_baseline_to)
@@ -156,7 +168,8 @@ def _plan(target: list[str], root, split: Optional[str], cache: Optional[Path], 
 def _open_beir(data_dir: Path, folder: Path, split: str, gap: bool) -> tuple[Any, Path, Optional[Path]]:
     """Materialise and index one BEIR collection: (Corpus, its split's queries, its train queries or None).
     The train file is there only with --gap, for a collection that has a train split other than `split`."""
-    from ..eval.beir import open_collection
+    from ..api import open_collection
+    from .index_cmd import RichReporter
 
     corpus, made, index_report = open_collection(data_dir, folder, split, reporter=RichReporter(), also=("train",) if gap else ())
     err.print(f"{data_dir.resolve().name}: {made.documents} documents in {made.corpus_dir} ({made.written} written); "
@@ -207,7 +220,9 @@ def _writable(path: Path, what: str, folder: bool) -> None:
             return
 
 
-def _table(title: str, head: list[str], rows: list[list[str]]) -> Table:
+def _table(title: str, head: list[str], rows: list[list[str]]) -> "Table":
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for i, h in enumerate(head):
         table.add_column(h, justify="left" if i == 0 or h == "metric" else "right")
@@ -216,7 +231,7 @@ def _table(title: str, head: list[str], rows: list[list[str]]) -> Table:
     return table
 
 
-def _show(console, table: Table) -> None:
+def _show(console, table: "Table") -> None:
     """Never cut a figure to fit a narrow (or absent) terminal: let the line run long instead."""
     from rich.measure import Measurement
 
@@ -230,6 +245,9 @@ def _show(console, table: Table) -> None:
 
 
 def _print_dataset(doc: dict[str, Any], console) -> None:
+    from ..eval.metrics import HEADLINE
+    from ..eval.report import LEGEND, comparison_head, comparison_rows, lexical_lines, main_head, main_rows
+
     ref, s = doc["comparisons"]["reference"], doc["seconds"]
     _show(console, _table(f"{doc['dataset']} {doc['split']}: {doc['n_queries']} queries, files; reference {ref}", main_head(), main_rows(doc)))
     _show(console, _table(f"{doc['dataset']}: against {ref}, per query", comparison_head(), comparison_rows(doc, HEADLINE)))
@@ -246,6 +264,9 @@ def _print_dataset(doc: dict[str, Any], console) -> None:
 
 
 def _print_summary(docs: list[dict[str, Any]], console) -> None:
+    from ..eval.metrics import HEADLINE
+    from ..eval.report import LEGEND, summary_head, summary_rows
+
     for metric in HEADLINE:
         _show(console, _table(f"summary: {metric} (mean over {len(docs)} datasets)", summary_head(docs), summary_rows(docs, metric)))
     console.print(LEGEND, style="dim")
@@ -253,6 +274,7 @@ def _print_summary(docs: list[dict[str, Any]], console) -> None:
 
 def _print_gap(docs: list[dict[str, Any]], console) -> None:
     from ..eval.gap import gap_head, gap_rows
+    from ..eval.metrics import HEADLINE
 
     for metric in HEADLINE:
         _show(console, _table(f"train / train - test gap: {metric}", gap_head(docs), gap_rows(docs, metric)))

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
-from .app import JsonOpt, RootOpt, app, emit_json, err, one_line, out
+from .app import JsonOpt, RootOpt, app, emit_json, err, escape, one_line, out
 
 
 @app.command("export")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..errors import EXIT_EMPTY
-from .app import emit_json, one_line, out
+from .app import emit_json, escape, one_line, out, print_weak_evidence
 
 DEFAULT_TOP = 5        # communities shown when --top is not given
 CHUNKS_PER_TOPIC = 3   # best chunks listed under each community
@@ -18,8 +17,6 @@ def run_global(corpus, text: str, top: int | None, json_out: bool, evidence_chec
     if json_out:
         emit_json(schemas.GLOBAL, doc)
     else:
-        from .query_cmd import print_weak_evidence
-
         print_weak_evidence(doc, "communities")
         for c in doc["communities"]:
             b = c["breakdown"]

@@ -10,8 +10,9 @@ import typer
 
 from .. import schemas
 from ..api import Corpus
+from ..log import warn
 from ..progress import progress
-from .app import JsonOpt, RootOpt, app, counted, emit_json, err, warn
+from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:
@@ -22,6 +23,10 @@ class RichReporter:
 
     def warn(self, message: str) -> None:
         warn(message)
+
+
+def _resumed(n: int) -> str:
+    return f", {counted(n, 'chunk')} resumed from an interrupted run's journal" if n else ""
 
 
 @app.command("index")
@@ -37,9 +42,11 @@ def index_command(
     what = "rebuilt" if full else "updated"
     err.print(
         f"{what}: files {report.new} new, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}; "
+        f"{report.unchanged} unchanged{f', {len(report.problems)} not read' if report.problems else ''}"
+        f"{f', {report.skipped} skipped (ragx status says why)' if report.skipped else ''}; "
         f"{counted(report.embedded_chunks, 'chunk')} embedded from {counted(len(report.embedded_files), 'file')}"
-        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}; "
+        f"{f' ({report.reused_chunks} more reused a vector of the same text)' if report.reused_chunks else ''}"
+        f"{_resumed(report.resumed_chunks)}; "
         f"index holds {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, {counted(report.edges, 'edge')}, "
         f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"

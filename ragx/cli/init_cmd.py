@@ -13,7 +13,7 @@ import typer
 from ..config import PROJECT_FILE, load_settings, parse_value, set_value
 from ..errors import UsageError
 from ..ingest.discover import discover
-from ..ingest.filetypes import MARKDOWN, default_kind
+from ..ingest.filetypes import DOCUMENT_EXTENSIONS, MARKDOWN, PDF_UNAVAILABLE, default_kind
 from .app import app, err
 
 MOSTLY = 0.6  # a folder whose default-type files are at least this share markdown is a notes vault
@@ -28,8 +28,7 @@ QUESTIONS = (
     ("embeddings.engine", "Embedding engine (embedded = the bundled all-MiniLM-L6-v2, no server needed)"),
     ("index.include", "Only index files matching these globs (comma-separated; empty = all text, docs and code)"),
     ("index.exclude", "Never index files matching these globs (comma-separated)"),
-    ("graph.k", "Links per chunk in the similarity graph"),
-)
+)  # only what a user changes for a folder; the rest (`ragx config get` lists it) keeps its tested default
 
 
 @app.command("init")
@@ -52,6 +51,7 @@ def init_command(
         _install_agent_skill(folder)
         if target.exists() and not force:
             err.print(f"kept {target}")
+            _say_next(folder)
             return
     if target.exists() and not force:
         raise UsageError(f"{target} already exists (use --force to overwrite)")
@@ -59,7 +59,7 @@ def init_command(
     if manifest is not None:
         err.print(f"a code project ({manifest}): keeping the default includes (code and docs)")
     if proposed:
-        err.print(f"mostly markdown: proposing index.include = {', '.join(proposed)} (notes only)")
+        err.print(f"mostly markdown: proposing index.include = {', '.join(proposed)} (notes and documents, no code)")
         defaults = dataclasses.replace(defaults, index=dataclasses.replace(defaults.index, include=proposed))
     answers: dict[str, object] = {}
     interactive = not yes and sys.stdin.isatty()
@@ -81,6 +81,18 @@ def init_command(
     for key, value in answers.items():
         set_value(target, key, value)
     err.print(f"wrote {target}")
+    _say_next(folder)
+
+
+def _say_next(folder: Path) -> None:
+    """The command to run next: an installed skill searches an index that `init` does not build."""
+    from ..config import INDEX_DIR
+
+    root = "" if folder == Path.cwd() else f" --root {folder}"
+    if (folder / INDEX_DIR).is_dir():
+        err.print(f"next: ragx status{root} (then ragx index{root} if files drifted)")
+    else:
+        err.print(f"next: ragx index{root} (builds the index; then ragx query \"...\"{root})")
 
 
 def _install_agent_skill(folder: Path) -> None:
@@ -91,11 +103,13 @@ def _install_agent_skill(folder: Path) -> None:
 
 
 def markdown_includes(folder: Path) -> tuple[str, ...]:
-    """Include globs for the markdown extensions present, when markdown makes up at least MOSTLY of
-    the files ragx would index by default (a notes vault: its theme's CSS and scripts are noise)."""
-    paths = [f.path for f in discover(folder).files]
+    """Include globs for the document extensions present (markdown, other prose, PDF), when markdown
+    makes up at least MOSTLY of the files ragx would index by default (a notes vault: its theme's CSS
+    and scripts are noise, its PDFs and text files are not). A PDF this install cannot read yet counts."""
+    found = discover(folder)
+    paths = [f.path for f in found.files] + [p.path for p in found.skipped if p.reason == PDF_UNAVAILABLE]
     markdown = [p for p in paths if default_kind(p) == MARKDOWN]
     if not paths or len(markdown) < MOSTLY * len(paths):
         return ()
-    extensions = sorted({p.rsplit(".", 1)[-1].lower() for p in markdown if "." in p.rsplit("/", 1)[-1]})
-    return tuple(f"*.{ext}" for ext in extensions)
+    extensions = {p.rsplit(".", 1)[-1].lower() for p in paths if "." in p.rsplit("/", 1)[-1]}
+    return tuple(f"*.{ext}" for ext in sorted(extensions & DOCUMENT_EXTENSIONS))

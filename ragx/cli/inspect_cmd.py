@@ -6,12 +6,11 @@
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..api import Corpus
 from ..inspect_args import checked
-from .app import JsonOpt, RootOpt, app, emit_json, one_line, out
+from .app import JsonOpt, RootOpt, app, emit_json, escape, one_line, out
 
 
 @app.command("inspect")

@@ -30,8 +30,10 @@ COMMAND_MODULES = {
 
 # One-shot reads do only small matrix products (one query's encoder pass, scoring a few hundred
 # candidates), where OpenBLAS's worker threads cost more than they save: 20-30x slower per product on
-# a busy 2-core machine. Set before numpy loads; an explicit setting in the environment wins.
-SINGLE_THREAD_BLAS = {"query", "status", "inspect"}
+# a busy 2-core machine. So does the MCP server's search (its first query's encoder pass in numpy took
+# 1.4 s instead of ~0.05 s on a loaded machine); its index runs embed on onnxruntime's own threads.
+# Set before numpy loads; an explicit setting in the environment wins.
+SINGLE_THREAD_BLAS = {"query", "status", "inspect", "mcp"}
 
 
 def _register(args: list[str]) -> None:
@@ -73,6 +75,13 @@ def usage_line(exc: Exception) -> str:
     return " ".join(message.split()) + hint
 
 
+def _is_bare_group(exc: Exception) -> bool:
+    """Whether `exc` is click's answer to a command group given no command (no_args_is_help): a usage
+    error whose message is the group's help."""
+    ctx = getattr(exc, "ctx", None)
+    return ctx is not None and hasattr(exc, "format_message") and exc.format_message() == ctx.get_help()
+
+
 def run(argv: list[str] | None = None) -> None:
     invocation[:] = sys.argv[1:] if argv is None else argv
     _register(invocation)
@@ -91,8 +100,11 @@ def run(argv: list[str] | None = None) -> None:
     except RagxError as exc:
         fail(str(exc), exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument, bad value
+        if _is_bare_group(exc):  # `ragx` or `ragx config` alone: its help on stdout, as --help prints it
+            sys.stdout.write(exc.format_message() + "\n")
+            sys.exit(EXIT_ERROR)
         fail(usage_line(exc))
-    except Exception as exc:  # noqa: BLE001 - the boundary: never a traceback
+    except Exception as exc:
         if os.environ.get("RAGX_DEBUG"):
             raise
         error = as_error(exc)

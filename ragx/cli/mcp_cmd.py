@@ -17,7 +17,8 @@ def mcp_command(
 ) -> None:
     """Serve search, index, status and inspect as MCP tools over stdio (for Claude Code, Cursor, ...).
 
-    stdout carries only MCP messages; logs go to stderr. The embedding model loads on the first search.
+    stdout carries only MCP messages; logs go to stderr. The tool list and the first search are answered
+    before the MCP SDK has loaded.
     """
     from ..mcp.stdio import serve  # standard library only: the SDK loads while the handshake is answered
 

@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 from urllib.parse import urlsplit
 
 import typer
-from rich.markup import escape
 
 from .. import schemas
 from ..errors import UsageError
-from .app import JsonOpt, RootOpt, app, emit_json, err, out, warn
+from ..log import warn
+from .app import JsonOpt, RootOpt, app, emit_json, err, escape, out
 
 
 @app.command("models")

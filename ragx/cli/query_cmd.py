@@ -11,7 +11,7 @@ import typer
 from .. import schemas
 from ..api import Corpus
 from ..errors import EXIT_EMPTY, UsageError, require_utf8
-from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out
+from .app import JsonOpt, RootOpt, app, counted, emit_json, one_line, out, print_weak_evidence
 
 
 @app.command("query")
@@ -115,27 +115,14 @@ def _print_variants(doc: dict) -> None:
 
 
 def _print_chunks(doc: dict, explain: bool) -> None:
+    """Chunks grouped by file, best first (ragx/cli/results_view.py); --json keeps every chunk."""
     from rich.markup import escape
+
+    from .results_view import print_grouped
 
     if explain:
         _print_variants(doc)
-    graph = doc["params"]["hops"] > 0  # without hops "heat" is only the seeds' fused rank score, and every hop 0
-    for r in doc["results"]:
-        b = r["breakdown"]
-        page = f" page {r['page']}" if "page" in r else ""  # a PDF chunk: lines within that page
-        stale = "  [yellow](file changed since indexed)[/]" if r.get("stale") else ""
-        out.print(
-            f"[bold]{r['rank']:>3}. {escape(one_line(r['file']))}{page}:{r['line_start']}-{r['line_end']}[/]{stale}  "
-            f"score {r['score']:.3f}  [dim](dense {b['dense']:.3f}, bm25 {b['lexical']:.2f}"
-            + (f", heat {b['heat']:.4f}" if graph else f", fused {b['fused']:.4f}")
-            + (f", rerank {b['rerank']:.3f}" if b["rerank"] is not None else "")
-            + (f", anchors {b['anchor_dense']:.3f}/{b['anchor_lexical']:.2f}" if b.get("anchor_dense") is not None else "")
-            + (f", hop {r['hop']})[/]" if graph else ")[/]")
-        )
-        snippet = " ".join(r["text"].split())[:200]
-        out.print(f"     {escape(snippet)}{'…' if r['truncated'] or len(snippet) == 200 else ''}", highlight=False)
-        if explain:
-            _print_path(r["path"])
+    print_grouped(doc, out.print, escape, one_line, _print_path if explain else None)
 
 
 def _print_files(doc: dict, explain: bool) -> None:
@@ -158,20 +145,8 @@ def _why_empty(doc: dict) -> str:
     --since/--until dates."""
     from rich.markup import escape
 
-    from ..search.evidence import NO_EVIDENCE
-
     reason = doc.get("evidence", {}).get("reason") or doc.get("time", {}).get("reason")
     if not reason:
         return ""
-    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(NO_EVIDENCE) else ""
+    hint = "; --no-evidence-check shows the closest anyway" if reason.startswith(schemas.NO_EVIDENCE) else ""
     return f" ({escape(reason)}{hint})"
-
-
-def print_weak_evidence(doc: dict, listed: str = "results") -> None:
-    """Results (or --global's communities) shown although the evidence rule found nothing relevant
-    (--no-evidence-check) say so first."""
-    from rich.markup import escape
-
-    evidence = doc.get("evidence", {})
-    if doc[listed] and not evidence.get("match", True):
-        out.print(f"[yellow]weak match, shown because of --no-evidence-check: {escape(evidence['reason'])}[/]", highlight=False)

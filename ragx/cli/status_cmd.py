@@ -48,7 +48,7 @@ def status_command(
         if d["unreadable"]:
             line += f", {d['unreadable']} unreadable"
         if info.get("skipped"):
-            line += f"; {counted(info['skipped'], 'file')} skipped (binary, too large or not UTF-8)"
+            line += f"; {counted(info['skipped'], 'file')} skipped (binary, too large, not UTF-8, or not readable by this install)"
         say(line)
         _print_drifted(info.get("drifted") or {})
         _print_not_indexed(info.get("not_indexed") or {})

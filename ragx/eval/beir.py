@@ -13,7 +13,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 from ..errors import UsageError
 
@@ -152,21 +151,3 @@ def cache_dir_for(data_dir: Path) -> Path:
     resolved = Path(data_dir).resolve()
     digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
     return Path(base) / "beir" / f"{resolved.name}-{digest}"
-
-
-def open_collection(data_dir: Path, folder: Path, split: str, index: Callable[[Any], Any] | None = None,
-                    reporter=None, also: tuple[str, ...] = ()) -> tuple[Any, Materialised, Any]:
-    """Materialise a BEIR folder into `folder` and bring its index up to date: (Corpus, Materialised,
-    what indexing returned: an IndexReport by default). The splits in `also` are materialised too where
-    the collection has them (`ragx eval --gap` asks for train).
-
-    `index(corpus)` replaces the plain `corpus.index(reporter=reporter)` (the lab waits out a busy lock).
-    The one way both `ragx eval beir` and the lab turn a collection into an indexed corpus.
-    """
-    from ..api import Corpus
-
-    extra = [x for x in also if x != split and (Path(data_dir) / "qrels" / f"{x}.tsv").is_file()]
-    made = materialise(Path(data_dir), Path(folder), [split, *extra])
-    corpus = Corpus.open(made.corpus_dir)
-    report = index(corpus) if index is not None else corpus.index(reporter=reporter)
-    return corpus, made, report

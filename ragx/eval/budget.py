@@ -16,8 +16,8 @@ import numpy as np
 
 from ..errors import UsageError
 from ..scoring.candidates import bm25_of, shared_bm25
-from ..search.candidates import Candidates, PassCaps
-from ..search.params import Params
+from ..scoring.candidates import Candidates, PassCaps
+from ..scoring.params import Params
 from .presets import BUDGET_SOURCE, EvalConfig
 
 

@@ -62,14 +62,15 @@ def lexical_check(per_query: dict[str, dict[str, dict[str, float]]], metrics: tu
 def add_comparisons(doc: dict[str, Any], reference: str | None) -> dict[str, Any]:
     """Fill "comparisons" and "lexical_check" on a per-dataset eval document (file level)."""
     per_query = doc["files"]["per_query"]
+    metrics = tuple(doc.get("metrics") or METRIC_NAMES)
     ref = pick_reference(list(per_query), reference)
-    configs = compare_all(per_query, ref)
+    configs = compare_all(per_query, ref, metrics)
     doc["comparisons"] = {
         "reference": ref,
         "method": METHOD,
         "configs": {name: {m: c.to_json() for m, c in ms.items()} for name, ms in configs.items()},
     }
-    check = lexical_check(per_query)
+    check = lexical_check(per_query, metrics)
     doc["lexical_check"] = None if check is None else {
         "leg": LEXICAL_LEG, "reference": REFERENCE_BM25, "metrics": {m: c.to_json() for m, c in check.items()},
     }

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, read_user_text
 
 DEFAULT_TOLERANCE = 0.01
 
@@ -33,14 +33,9 @@ class GateResult:
 
 def read_baseline(path: Path) -> dict[str, Any]:
     """A baseline file, its shape checked: a metrics table of finite numbers, a finite tolerance >= 0."""
+    text = read_user_text(path, "baseline", missing=" (record one with --write-baseline)", folder=", not a baseline file")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"baseline {path} not found (record one with --write-baseline)") from None
-    except IsADirectoryError:
-        raise UsageError(f"baseline {path} is a folder, not a baseline file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"baseline {path} is not valid UTF-8 (byte {exc.start})") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"baseline {path}: malformed JSON ({exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):

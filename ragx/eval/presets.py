@@ -25,8 +25,7 @@ from typing import Callable
 
 from ..config import LIMITS, Limit, coerce, field_type
 from ..errors import ConfigError, UsageError
-from ..scoring.candidates import shared_bm25
-from ..search.params import Params
+from ..scoring.params import Params
 
 # Each preset is the current defaults with some legs switched off, so it tracks `lab promote`.
 PRESETS: dict[str, Callable[[Params], Params]] = {
@@ -134,6 +133,8 @@ def parse_config(spec: str, defaults: Params) -> EvalConfig:
         else:
             changes[key] = _setting(spec, key, value)
     params = PRESETS[preset](defaults).replace(**changes)
+    from ..scoring.candidates import shared_bm25  # numpy: not for `ragx eval --help`
+
     # The budget source scores BM25 as the configuration itself does: one pass serves both.
     source = (PRESETS[BUDGET_SOURCE](defaults).replace(**shared_bm25([params]))
               if budget == BUDGET_SOURCE else None)

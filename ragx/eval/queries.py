@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import UsageError, read_user_text
 
 
 @dataclass
@@ -74,16 +74,7 @@ def _labels(obj: dict, where: str) -> tuple[dict[str, int], dict[tuple[str, int,
 
 
 def _read_lines(path: Path) -> list[str]:
-    try:
-        return Path(path).read_bytes().decode("utf-8").splitlines()
-    except FileNotFoundError:
-        raise UsageError(f"queries file {path} not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"queries file {path} is a folder; give a .jsonl file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"queries file {path} is not valid UTF-8 (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"queries file {path}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+    return read_user_text(path, "queries file", folder="; give a .jsonl file").splitlines()
 
 
 def load_queries(path: Path) -> list[LabelledQuery]:

@@ -43,8 +43,13 @@ def cell(doc: dict[str, Any], config: str, metric: str) -> str:
     return f"{doc['files']['means'][config][metric]:.4f}{marker(doc, config, metric)}"
 
 
-def main_head() -> list[str]:
-    return ["config", "cand.", "files", *METRIC_NAMES]
+def metrics_of(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The metric set a document was measured with (the prose set for documents that do not say)."""
+    return tuple(doc.get("metrics") or METRIC_NAMES)
+
+
+def main_head(metrics: tuple[str, ...] = METRIC_NAMES) -> list[str]:
+    return ["config", "cand.", "files", *metrics]
 
 
 def main_rows(doc: dict[str, Any]) -> list[list[str]]:
@@ -53,7 +58,7 @@ def main_rows(doc: dict[str, Any]) -> list[list[str]]:
     for name in doc["files"]["means"]:
         b = doc.get("budgets", {}).get(name, {})
         label = f"{name} (ref)" if name == ref else name
-        rows.append([label, f"{b.get('candidates', 0):.1f}", f"{b.get('files', 0):.1f}", *(cell(doc, name, m) for m in METRIC_NAMES)])
+        rows.append([label, f"{b.get('candidates', 0):.1f}", f"{b.get('files', 0):.1f}", *(cell(doc, name, m) for m in metrics_of(doc))])
     return rows
 
 

@@ -19,12 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..search.candidates import Candidates
-from ..search.params import Params
-from ..search.pipeline import Searcher
-from ..search.score import rank_files, score
+from ..scoring.candidates import Candidates
+from ..scoring.params import Params
+from ..search.searcher import Searcher
+from ..scoring.files import rank_files
+from ..scoring.score import score
 from . import budget
-from .metrics import METRIC_NAMES, evaluate
+from .metrics import METRIC_SETS, evaluate
 from .presets import EvalConfig
 from .queries import LabelledQuery
 
@@ -36,6 +37,7 @@ Run = dict[str, dict[str, float]]  # qid -> item -> score
 @dataclass
 class EvalResult:
     configs: list[EvalConfig]
+    metrics: str = "ir"                      # the metric set (ragx/eval/metrics.py METRIC_SETS)
     file_means: dict[str, dict[str, float]] = field(default_factory=dict)
     file_per_query: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     chunk_means: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -62,10 +64,14 @@ class EvalResult:
             }
         return out
 
+    def top_files(self, k: int) -> dict[str, dict[str, list[str]]]:
+        """Per config, per query: its k best files, best first."""
+        return {cfg: {qid: list(run)[:k] for qid, run in by_query.items()} for cfg, by_query in self.runs.items()}
+
     def document(self, meta: dict[str, Any]) -> dict[str, Any]:
         return {
             **meta,
-            "metrics": list(METRIC_NAMES),
+            "metrics": list(METRIC_SETS[self.metrics]),
             "configs": [c.describe() for c in self.configs],
             "budgets": self.budgets(),
             "files": {"means": self.file_means, "per_query": self.file_per_query},
@@ -94,13 +100,14 @@ def run_eval(
     queries: list[LabelledQuery],
     configs: list[EvalConfig],
     progress: Callable[[int], None] | None = None,
+    metrics: str = "ir",
 ) -> EvalResult:
     started = time.perf_counter()
     pipelines = [c for c in configs if not c.is_reference_bm25]
     # Configurations with and without query expansion need different passes (expansion adds dense legs),
     # and within each, one pass per dense depth a configuration or budget source takes (budget.pass_plan).
     plans = {flag: budget.pass_plan(group) for flag, group in budget.pass_groups(configs).items()}
-    result = EvalResult(configs, candidates={c.name: {} for c in configs}, files_ranked={c.name: {} for c in configs})
+    result = EvalResult(configs, metrics, candidates={c.name: {} for c in configs}, files_ranked={c.name: {} for c in configs})
     runs = _Runs({c.name: {} for c in configs}, {c.name: {} for c in pipelines})
     with_spans = any(q.spans for q in queries)
     searcher.refresh()
@@ -171,9 +178,10 @@ def _run_reference_bm25(searcher: Searcher, queries: list[LabelledQuery], config
 def _measure(queries: list[LabelledQuery], configs: list[EvalConfig], runs: _Runs, result: EvalResult, with_spans: bool) -> None:
     file_qrels = {q.id: q.files for q in queries if q.files}
     for cfg in configs:
-        result.file_means[cfg.name], result.file_per_query[cfg.name] = evaluate(file_qrels, runs.files[cfg.name])
+        result.file_means[cfg.name], result.file_per_query[cfg.name] = evaluate(file_qrels, runs.files[cfg.name], result.metrics)
         if with_spans and cfg.name in runs.chunks:
-            result.chunk_means[cfg.name], result.chunk_per_query[cfg.name] = evaluate(runs.chunk_qrels, runs.chunks[cfg.name])
+            result.chunk_means[cfg.name], result.chunk_per_query[cfg.name] = evaluate(runs.chunk_qrels, runs.chunks[cfg.name],
+                                                                                      result.metrics)
     result.runs = runs.files
 
 

@@ -33,10 +33,9 @@ from .snapshot import LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts
 from .verified import CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
-from .vectors import VectorIndex
+from .vectors import VectorIndex, holds_deleted
 
 TEXT_BLOCK = 50_000  # stored texts read back at once for BM25's postings
-REBUILD_DELETED_SHARE = 0.25  # rebuild the HNSW file once a quarter of what it holds is deleted
 
 
 @dataclass
@@ -130,7 +129,8 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
     keep_delta = np.isin(prev.delta_ids, live)
     delta_ids = np.concatenate([prev.delta_ids[keep_delta], new_ids])
     dead = prev.dead(live)
-    if checksums and len(delta_ids) + len(dead) <= budget(len(live)):  # small change: link the base, write the delta
+    # small change: link the base, write the delta (unless the base's ANN file cannot be opened: holds_deleted)
+    if checksums and len(delta_ids) + len(dead) <= budget(len(live)) and not holds_deleted(current / HNSW):
         delta = np.concatenate([np.asarray(prev.delta[keep_delta], dtype=np.float32), new_vecs])
         stored = StoredVectors(prev.base_ids, prev.base, delta_ids, delta)
         indexed = len(prev.base_ids) - len(dead)
@@ -144,11 +144,13 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
     verify(current, checksums, (CHUNKS, VECTORS_NPY, DELTA, HNSW), trust_unchanged=False)
     made = _Vectors(kept_old, live, new_ids, new_vecs, old, None, None, prev, None, None)
     all_vecs = made.every()
-    vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(delta_ids))  # compact: base = every live row
-    vindex.remove(dead)
-    vindex.add(delta_ids, np.concatenate([np.asarray(prev.delta[keep_delta], dtype=np.float32), new_vecs]))
-    if vindex.stored > len(live) / (1 - REBUILD_DELETED_SHARE):
+    if holds_deleted(current / HNSW):  # a file the library cannot open: built again, without opening it
         vindex = VectorIndex.build(live, all_vecs)
+    else:
+        vindex = VectorIndex.load(current / HNSW, dim, extra_capacity=len(delta_ids))  # compact: base = every live row
+        vindex.remove(dead)
+        vindex.add(delta_ids, np.concatenate([np.asarray(prev.delta[keep_delta], dtype=np.float32), new_vecs]))
+    # (slots the removals freed and the adds did not refill are dropped when it is saved: VectorIndex.save)
     made.ann = made.vindex = vindex
     made.stored = StoredVectors(live, all_vecs, np.empty(0, np.int64), np.empty((0, dim), np.float32))
     return made

@@ -16,6 +16,7 @@ from .arrays import build_arrays
 from .dates import git_dates
 from .diff import CONFIRM_ALL, CorpusDiff, scan_start_ns
 from .identity import check_identity, index_identity
+from .journal import discard_journals
 from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
@@ -50,7 +51,8 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         damage = store.integrity_problems()
         if damage:
             raise CorruptIndexError(damage[0])
-    manifest = store.manifest()
+        (layout.dir / TERMS_CACHE).unlink(missing_ok=True)  # and counts every chunk's terms afresh
+    manifest = store.manifest(repairing=full)  # a full run rebuilds what a bad value describes
     identity = index_identity(settings, embedder)
     full = full or needs_rechunk(manifest)
     if not full:
@@ -86,6 +88,7 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         checksums = arrays.write(layout, new_gen)
     with report.stage("store"):
         _commit(layout, store, change, arrays, identity, new_gen, checksums, started)
+    discard_journals(layout.dir)  # the vectors it kept are committed now (ragx/index/journal.py)
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
 

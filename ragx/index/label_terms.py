@@ -3,22 +3,23 @@
 Counting words and word pairs over every chunk costs seconds on a corpus of ten thousand chunks, far
 more than an incremental run otherwise takes. So the matrix is kept in `.ragx/label-terms.npz`, one
 row per chunk, keyed by chunk id AND a hash of the chunk's text (a row is reused only for the very
-same text, so a rolled-back run that hands an id out again cannot poison it; a missing or unreadable
-file only costs a recount). New chunks are counted against the cached vocabulary; the vocabulary is
-fitted again (terms.py) when fewer than REFIT_SHARE of the live chunks were counted under it.
-(Labels computed from a partly transformed matrix can differ from a fresh fit's in terms that only
-new chunks use; those enter at the next refit.)
+same text, so a rolled-back run that hands an id out again cannot poison it; a missing, unreadable or
+damaged file only costs a recount, and `ragx index --full` starts without it). New chunks are counted
+against the cached vocabulary; the vocabulary is fitted again (terms.py) when fewer than REFIT_SHARE
+of the live chunks were counted under it. (Labels computed from a partly transformed matrix can
+differ from a fresh fit's in terms that only new chunks use; those enter at the next refit.)
 """
 
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
-import xxhash
 
 from ..lookup import find_sorted
+from ..text_keys import text_keys
 
 REFIT_SHARE = 0.8
 
@@ -28,18 +29,13 @@ REFIT_SHARE = 0.8
 COUNTING_RULE = 2
 
 
-def text_keys(texts: list[str]) -> np.ndarray:
-    return np.fromiter((xxhash.xxh3_64_intdigest(t.encode("utf-8"), seed=COUNTING_RULE) for t in texts),
-                       dtype=np.uint64, count=len(texts))
-
-
 def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, min_df: int):
     """(chunks x terms CSR matrix in the order of `ids`, terms) or None when no term survives."""
     from scipy import sparse
 
     from .terms import Vocabulary, fit_sample
 
-    keys = text_keys(texts)
+    keys = text_keys(texts, seed=COUNTING_RULE)
     cached = _load(cache) if cache is not None else None
     if cached is not None and cache is not None:
         c_ids, c_keys, c_fitted, c_counts, terms = cached
@@ -67,14 +63,27 @@ def term_counts(texts: list[str], ids: np.ndarray, cache: Path | None, min_df: i
 
 
 def _load(path: Path):
+    """The cached rows, or None (a miss: the counts are made again and the file rewritten) when the
+    file is missing, unreadable or not what _save wrote. The zip's CRC-32 of each array is checked as
+    numpy reads it, so a flipped bit fails the read; a truncation fails it too."""
     from scipy import sparse
 
     try:
         with np.load(path, allow_pickle=False) as z:
-            counts = sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-            return z["ids"], z["keys"], z["fitted"], counts, z["terms"]
-    except (OSError, KeyError, ValueError):
+            ids, keys, fitted, terms = z["ids"], z["keys"], z["fitted"], z["terms"]
+            counts = sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(n) for n in z["shape"]))
+            counts.check_format(full_check=True)
+    except (OSError, EOFError, KeyError, ValueError, TypeError, IndexError, zipfile.BadZipFile):
         return None
+    return (ids, keys, fitted, counts, terms) if _consistent(ids, keys, fitted, counts, terms) else None
+
+
+def _consistent(ids, keys, fitted, counts, terms) -> bool:
+    """One row per chunk id (sorted, as lookups need), a key and a flag per row, a term per column."""
+    n = len(ids)
+    return (ids.ndim == keys.ndim == fitted.ndim == terms.ndim == 1 and ids.dtype == np.int64
+            and keys.dtype == np.uint64 and fitted.dtype == np.bool_ and len(keys) == len(fitted) == n
+            and counts.shape == (n, len(terms)) and bool(np.all(ids[1:] > ids[:-1])))
 
 
 def _save(path: Path, ids, keys, fitted, counts, terms) -> None:

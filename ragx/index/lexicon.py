@@ -5,7 +5,7 @@ a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (notes
 Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (a
 generation written before the postings is searched through it); the terms are FTS5's own
 (fts_tokens.py) and the score is FTS5's formula, so both paths rank alike, and k1, b and the variant
-(bm25.py) become settings.
+(scoring/bm25.py) become settings.
 
 A generation holds a base part (lexicon.npz) and a delta part (lexicon-delta.npz) of the chunks added
 since the base was written, like the vectors and the graph: an incremental run merges the previous
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from ..lookup import find_sorted, unique_ids
-from . import bm25
-from .bm25 import DEFAULT_VARIANT, check_variant
+from ..scoring import bm25
+from ..scoring.bm25 import B, DEFAULT_VARIANT, K1, check_variant
 from .fts_tokens import BREAK, shared
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 PART_ARRAYS = ("ids", "length", "term_bytes", "term_at", "indptr", "doc", "tf")
 POSTINGS = ("doc", "tf")  # read a term's run at a time (snapshot.FileRows), never mapped
 BLOCK = 8_192      # texts counted at once (bounds the temporaries: ~100 terms a chunk)
-K1, B = 1.2, 0.75  # FTS5's bm25() constants: the defaults, so both paths score alike
 
 
 @dataclass(frozen=True)

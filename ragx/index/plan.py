@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
-import xxhash
 
 from ..config import Settings
 from ..errors import CorruptIndexError, UsageError
@@ -22,10 +21,13 @@ from ..ingest import pdf
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
 from ..lookup import find_sorted
+from ..text_keys import text_keys
 from ..ingest.filetypes import MARKDOWN, is_pdf
 from ..ingest.anchors import extract as extract_anchors
 from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
+from .embedding import embed_new
+from .journal import VectorJournal
 from .layout import Layout
 from .snapshot import VECTORS_FORMAT, Snapshot, as_stored
 from .store import FileRow, Store
@@ -77,6 +79,7 @@ class IndexReport:
     embedded_files: list[str] = field(default_factory=list)
     embedded_chunks: int = 0
     reused_chunks: int = 0      # new chunks whose exact text already had a vector (indexed, or earlier in this run)
+    resumed_chunks: int = 0     # new chunks whose vector a killed or failed run had embedded (the journal: journal.py)
     problems: list[dict[str, str]] = field(default_factory=list)
     textless_pages: dict[str, list[int]] = field(default_factory=dict)  # PDFs read in this run: pages without text
     skipped: int = 0
@@ -250,11 +253,15 @@ def plan(
     # (edited, moved, renamed), so it never reads every chunk's text.
     reusable = reusable_vectors(layout, store, manifest, embedder, None if full else removed) if texts else None
     # The anchor texts (ragx/ingest/anchors.py) are embedded in the same pass, after the chunks.
-    every_vec, every_fresh = vectors_for(texts + [a[3] for a in chunked.anchors], reusable, embedder,
-                                         settings.embeddings.batch_size, reporter, report)
+    journal = VectorJournal(layout.dir, embedder.name, embedder.dim) if texts or chunked.anchors else None
+    anchors = [a[3] for a in chunked.anchors]
+    lengths = np.array([c.n_tokens for _, c in chunks] + [len(a) // 4 for a in anchors], np.int64)  # the batch order
+    every_vec, every_fresh, every_resumed = vectors_for(texts + anchors, reusable, embedder, settings.embeddings.batch_size,
+                                                        reporter, report, journal, lengths)
     new_vecs, fresh, anchor_vecs = every_vec[: len(texts)], every_fresh[: len(texts)], every_vec[len(texts):]
-    report.embedded_chunks = int(fresh.sum())
-    report.reused_chunks = len(texts) - report.embedded_chunks
+    report.resumed_chunks = int(every_resumed[: len(texts)].sum())
+    report.embedded_chunks = int(fresh.sum()) - report.resumed_chunks
+    report.reused_chunks = len(texts) - report.embedded_chunks - report.resumed_chunks
     report.embedded_files = sorted({files[fi][0].path for (fi, _), f in zip(chunks, fresh.tolist()) if f})
 
     next_chunk = int(manifest.get("next_chunk_id", 1))
@@ -282,10 +289,6 @@ def indexed_chunk_ids(layout: Layout, store: Store, manifest: dict) -> np.ndarra
         return store.chunk_ids()
 
 
-def text_keys(texts: list[str]) -> np.ndarray:
-    return np.array([xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t in texts], dtype=np.uint64)
-
-
 def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, pool: np.ndarray | None = None):
     """(sorted text keys, row of each, the vectors) of the chunks already indexed (`pool`: of those
     chunk ids only), when they came from this same embedder.
@@ -310,12 +313,17 @@ def reusable_vectors(layout: Layout, store: Store, manifest: dict, embedder, poo
     return keys[order], np.searchsorted(ids, chunk_ids[order]), vectors
 
 
-def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport):
-    """Vectors for `texts`: reused where the same text is indexed, embedded once per distinct text otherwise."""
+def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter: Reporter, report: IndexReport,
+                journal: VectorJournal | None = None, lengths: np.ndarray | None = None):
+    """Vectors for `texts`: reused where the same text is indexed, else taken from the journal of a
+    killed run, else embedded once per distinct text (embedding.py; `lengths`: tokens per text, else
+    characters / 4). (vectors, fresh: a new vector, resumed: a new vector the journal held), the last
+    two for the first of identical texts only."""
     vecs = np.empty((len(texts), embedder.dim), np.float32)
     fresh = np.ones(len(texts), dtype=bool)
+    resumed = np.zeros(len(texts), dtype=bool)
     if not texts:
-        return vecs, fresh
+        return vecs, fresh, resumed
     keys = text_keys(texts)
     if reusable is not None:
         old_keys, old_rows, old_vecs = reusable
@@ -328,9 +336,11 @@ def vectors_for(texts: list[str], reusable, embedder, batch_size: int, reporter:
     t0 = time.perf_counter()
     if len(todo):
         with reporter.embedding(len(todo)) as advance:
-            out = embedder.embed_documents([texts[i] for i in todo], batch_size=batch_size, progress=advance)
+            sizes = lengths[todo] if lengths is not None else np.array([len(texts[i]) // 4 for i in todo], np.int64)
+            out, from_journal = embed_new([texts[i] for i in todo], uniq, sizes, embedder, batch_size, journal, advance)
         vecs[np.flatnonzero(fresh)] = out[inverse]
         fresh[:] = False
         fresh[todo] = True
+        resumed[todo[from_journal]] = True
     report.embed_seconds = time.perf_counter() - t0
-    return vecs, fresh
+    return vecs, fresh, resumed

@@ -44,10 +44,13 @@ from .verified import (
 from .graph import Adjacency, Graph
 from .lexicon import PART_ARRAYS, POSTINGS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
-from .vectors import VectorIndex
+from .vectors import DeletedEntriesError, VectorIndex
 
 GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16
+# An ANN file the library cannot open is replaced, for a reader, by an exact search of every chunk up to
+# this many (200k x 384 float32: 300 MB, ~0.1 s a query); a larger index asks for `ragx index`.
+EXACT_FALLBACK_MAX = 200_000
 VECTORS_FORMAT = "float16+delta+usearch"  # the manifest's "vectors": an index stored otherwise is rebuilt once (vectors reused)
 
 
@@ -81,9 +84,17 @@ class Snapshot:
         return self._load_ann()
 
     def _load_ann(self) -> VectorIndex:
-        """The HNSW file, told which of its chunks are gone and which were added since (the delta)."""
+        """The HNSW file, told which of its chunks are gone and which were added since (the delta).
+        A file holding deleted entries (written before ragx stopped writing them) cannot be opened:
+        up to EXACT_FALLBACK_MAX chunks are searched exactly instead, until the next index run
+        rewrites the file."""
         dead = self.stored.dead(self.ids)
-        index = VectorIndex.load(self.folder / HNSW, self.vectors.shape[1])
+        try:
+            index = VectorIndex.load(self.folder / HNSW, self.vectors.shape[1])
+        except DeletedEntriesError:
+            if len(self.ids) > EXACT_FALLBACK_MAX:
+                raise
+            return VectorIndex.exact(self.ids, np.asarray(self.vectors, dtype=np.float32))
         return index.attach(dead, self.stored.delta_ids, self.stored.delta, len(self.stored.base_ids) - len(dead))
 
     @classmethod

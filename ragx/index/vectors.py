@@ -60,6 +60,10 @@ EXHAUSTIVE_MAX = 2048
 HIDDEN_MARGIN = 16  # extra results asked for per row when some stored chunks are hidden
 
 
+class DeletedEntriesError(CorruptIndexError):
+    """An ANN file holding deleted entries, which the ANN library cannot open (holds_deleted)."""
+
+
 def rescore_pool(k: int) -> int:
     """How many candidates a dense query takes from the index to keep the best k after exact re-scoring."""
     return int(np.ceil(k * POOL_FACTOR))
@@ -112,6 +116,12 @@ class VectorIndex:
         if index.ndim != dim:
             raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): run `ragx index --full`")
         return cls(index, dim, path)
+
+    @classmethod
+    def exact(cls, ids: np.ndarray, vectors: np.ndarray) -> "VectorIndex":
+        """No graph: every chunk in the exactly searched delta (an index whose file cannot be opened)."""
+        dim = vectors.shape[1]
+        return cls.empty(dim, 0).attach(np.empty(0, np.int64), ids, vectors, 0)
 
     @classmethod
     def build(cls, ids: np.ndarray, vectors: np.ndarray) -> "VectorIndex":
@@ -263,9 +273,21 @@ class VectorIndex:
             sims[start : start + DELTA_BLOCK] = np.take_along_axis(block, part, axis=1)
         return ids, sims
 
+    def _rebuilt(self, index: Any) -> Any:
+        """A new index of `index`'s live entries, without its deleted slots. Built from its own int8
+        copies, which are what a build from the float vectors would compare anyway."""
+        keys = np.asarray(index.keys, dtype=np.int64)
+        fresh = _new_index(self.dim)
+        if len(keys):
+            fresh.add(keys, _stack(index.get(keys, dtype="f32"), self.dim), threads=_threads())
+        self.index = fresh
+        return fresh
+
     def save(self, path: Path) -> None:
         """Write the index as a usearch file (a mapped or hnswlib index is loaded/converted first)."""
         index = self._writable()
+        if int(index.stats.nodes) > len(index):  # slots freed by removals and not refilled (holds_deleted)
+            index = self._rebuilt(index)
         try:
             index.save(str(path))
         except RuntimeError as exc:  # usearch's word for a failed write (a full disk, a size limit)
@@ -313,9 +335,8 @@ class _Found(NamedTuple):
 
 class _View:
     """A usearch file mapped read-only through the compiled index alone (_compiled): what a query
-    needs (length, dimensions, search). Opened without the key table (built by reading every node)
-    unless the file holds deleted entries (_holds_deleted): only `get` needs it, which opens the file
-    again through the package (VectorIndex._keyed)."""
+    needs (length, dimensions, search). Opened without the key table (built by reading every node):
+    only `get` needs it, which opens the file again through the package (VectorIndex._keyed)."""
 
     def __init__(self, compiled_index: Any):
         self._index = compiled_index
@@ -326,9 +347,12 @@ class _View:
         meta = compiled.index_dense_metadata_from_path(str(path))
         if not meta:
             raise ValueError("no usearch header")
+        if int(meta.get("count_deleted", 0)) > 0:  # never handed to the library (holds_deleted)
+            raise DeletedEntriesError(f"ANN index {path} holds deleted entries, which usearch cannot open: "
+                                      "run `ragx index` to rewrite it")
         index = compiled.Index(ndim=meta["dimensions"], dtype=meta["kind_scalar"], metric_kind=meta["kind_metric"],
                                connectivity=M, expansion_add=EF_CONSTRUCTION, expansion_search=EF_SEARCH,
-                               enable_key_lookups=_holds_deleted(meta))
+                               enable_key_lookups=False)
         index.view_index_from_path(str(path), None)
         return cls(index)
 
@@ -352,17 +376,23 @@ class _View:
         return _Found(np.asarray(keys), np.asarray(distances), np.asarray(counts))
 
 
-def _holds_deleted(meta: dict) -> bool:
-    """Whether a usearch file holds deleted entries (slots a removal freed and no add reused): such a
-    file is mapped with key lookups on. usearch 2.23's mapping with lookups off reserves room for the
-    live entries only, then copies every slot's vector pointer into it: two or more deleted slots write
-    past that buffer (valgrind: invalid writes in index_dense_gt::try_reserve, called from
-    view_index_from_path) and the heap corruption aborts the process (`free(): corrupted unsorted
-    chunks`, ../shared/repro/usearch-view-abort: 38 deleted slots). With lookups on, the library's
-    default and what Index.restore does, the same file maps without an invalid access; a file without
-    deleted entries (every full build) keeps the cheaper open. A header that does not say counts as
-    holding some."""
-    return int(meta.get("count_deleted", 1)) != 0
+def holds_deleted(path: Path) -> bool:
+    """Whether a usearch file holds deleted entries (slots a removal freed and no add reused). usearch
+    2.23 cannot open such a file, mapped or loaded: after reading it, the index reserves room for
+    `capacity` vector pointers (the live count, or with key lookups on, its key table's capacity) and
+    copies the pointers of every slot into it, deleted ones too. When the slots outnumber that room it
+    writes past the buffer (valgrind: invalid writes in index_dense_gt::try_reserve, called from
+    view_index_from_path) and the corrupted heap aborts the process (`free(): corrupted unsorted
+    chunks`; ../shared/repro/usearch-view-abort: 5,524 slots, 38 deleted). So ragx never writes one
+    (VectorIndex.save) and never opens one (VectorIndex.load). Reads only the file's 64-byte header;
+    False for a file it cannot read (VectorIndex.load then says the file is unreadable)."""
+    if _Hnswlib.recognises(path):
+        return False
+    try:
+        meta = _compiled().index_dense_metadata_from_path(str(path))
+    except (ValueError, RuntimeError):
+        return False
+    return bool(meta) and int(meta.get("count_deleted", 0)) > 0
 
 
 def _stack(rows: Any, dim: int) -> np.ndarray:

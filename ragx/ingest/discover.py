@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ragx.ingest.content_hash import hash_bytes
-from ragx.ingest.filetypes import is_default_name, is_pdf
+from ragx.ingest.filetypes import PDF_UNAVAILABLE, is_default_name, is_pdf, pdf_readable
 
 if TYPE_CHECKING:  # pathspec (~11 ms to import) loads only for a .gitignore or include/exclude globs
     from pathspec import GitIgnoreSpec
@@ -539,6 +539,9 @@ class _Walker:
                 return
         else:  # a clamped mtime no longer tells a change: sniffed again here, hashed again by the diff
             mtime_ns = _storable_mtime(mtime_ns)
+        if is_pdf(rel) and rel not in self.known and not pdf_readable():
+            self.skip(rel, PDF_UNAVAILABLE)  # a skipped file, not drift: indexing again would not change it
+            return
         try:
             with open(entry.path, "rb") as fh:
                 head = fh.read(BINARY_SNIFF_BYTES)

@@ -3,6 +3,8 @@ kind of file is chunked ("markdown", "code" or "text")."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import posixpath
 
 MARKDOWN = "markdown"
@@ -38,6 +40,9 @@ _DATA_EXTS = ("json", "jsonl", "ndjson", "json5", "jsonc", "xml", "csv", "tsv")
 
 # PDFs are read page by page through pypdf (ragx/ingest/pdf.py); each page's text chunks as prose.
 _DOCUMENT_EXTS = ("pdf",)
+
+#: what a notes folder keeps when its code and data are left out (`ragx init`'s proposal): prose files
+DOCUMENT_EXTENSIONS = frozenset(_MARKDOWN_EXTS + _PROSE_EXTS + _DOCUMENT_EXTS)
 
 #: extension (lower case, no dot) -> chunking kind
 EXTENSION_KINDS: dict[str, str] = {}
@@ -122,3 +127,14 @@ def kind_for_path(path: str) -> str:
 def is_pdf(path: str) -> bool:
     """A PDF by its name: its text comes from ragx/ingest/pdf.py, page by page."""
     return path.lower().endswith(".pdf")
+
+
+# Why an install without pypdf (a tool install without the extra) skips a PDF. Said as a skipped file
+# (`ragx status`'s not_indexed, the index run's summary), never as drift that indexing would not clear.
+PDF_UNAVAILABLE = 'PDF text needs pypdf, which this install lacks (install ragx with its "pdf" extra: ragx[pdf])'
+
+
+@functools.cache
+def pdf_readable() -> bool:
+    """Can this install read PDFs? Looked up once per process, without importing pypdf (~60 ms)."""
+    return importlib.util.find_spec("pypdf") is not None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .chunk import TEXT, Chunk, ChunkSettings, chunk_text
+from .filetypes import PDF_UNAVAILABLE
 
 
 KIND_PREFIX = "pdf:"
@@ -69,7 +70,7 @@ def extract(data: bytes) -> PdfText:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError:
-        raise PdfUnavailable('PDF text needs pypdf: pip install "ragx[pdf]"') from None
+        raise PdfUnavailable(PDF_UNAVAILABLE) from None
     try:
         with quiet_pypdf():
             reader = PdfReader(io.BytesIO(data))
@@ -77,7 +78,7 @@ def extract(data: bytes) -> PdfText:
     # Exception, not pypdf's own errors: on a damaged file a parser can fail in any way (an
     # AssertionError, an IndexError, a RecursionError deep in an object graph), and one bad PDF must be
     # reported like any other, not end the run. KeyboardInterrupt and SystemExit still go through.
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of a parser on a damaged file (above)
         raise DamagedPdf(f"unreadable PDF ({_reason(exc, PyPdfError)})") from None
     return PdfText(pages, [n for n, text in enumerate(pages, 1) if not text.strip()])
 

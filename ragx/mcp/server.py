@@ -5,18 +5,20 @@ as compact JSON text (what `ragx <command> --json` prints): `search` (ragx.query
 `index` (ragx.index.v1), `status` (ragx.status.v1) and `inspect` (ragx.inspect.v1).
 
 Errors never end the server: a RagxError comes back as a tool error (isError) whose text is the
-one line the CLI prints after "ragx: error:"; a bad argument as a one-line "invalid argument ..."
-error; anything unexpected as "internal error: ..." with the traceback logged to stderr.
+one line the CLI prints after "ragx: error:" (ragx.mcp.results); a bad argument as a one-line
+"invalid argument ..." error; anything unexpected as "internal error: ..." with the traceback logged
+to stderr.
 
 stdout carries protocol messages only. While serving, file descriptor 1 points at stderr and the
 protocol goes to a private duplicate (see `ragx.mcp.stdio`), so a stray print (here, in a library, or
 in a C extension) lands on stderr; ragx itself logs to stderr and reports index progress as MCP
 progress notifications.
 
-`ragx mcp` runs `ragx.mcp.stdio.serve`, which answers `initialize` before this module (and so the
-SDK) is imported, then serves the session with the server built here. No model, no onnxruntime, no
-torch at start-up: the embedding model loads on the first `search` (or `index`) and stays warm in the
-one `Corpus` of the process.
+`ragx mcp` runs `ragx.mcp.stdio.serve`: `ragx.mcp.fast` answers the handshake, the tool list and the
+first read-only calls before this module (and so the SDK) is imported, then the server built here
+serves the session. No onnxruntime and no torch at start-up: the first query is embedded in numpy
+(prepared while the client lists tools), the session loads after it, and both stay warm in the one
+`Corpus` of the process.
 """
 
 import logging
@@ -26,14 +28,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from .. import __version__, schemas
-from ..errors import as_ragx_error
+from .. import __version__
 from ..inspect_args import ALIASES, TARGETS
+from . import results
 from .service import Service
-from .stdio import NAME, TITLE, instructions, shown
+from .stdio import NAME, TITLE, instructions
 
 log = logging.getLogger("ragx.mcp")
 
@@ -85,44 +87,9 @@ def _one_line(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _ok(doc: dict[str, Any]) -> CallToolResult:
-    text = schemas.dumps(doc)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a path whose bytes are not UTF-8 (the corpus root's name): shown as \udcNN
-        doc = _shown(doc)
-        text = schemas.dumps(doc)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
-
-
-def _shown(value: Any) -> Any:
-    """`value` with every string JSON could not carry as UTF-8 shown as the CLI shows it (ragx.mcp.stdio.shown)."""
-    if isinstance(value, str):
-        return shown(value)
-    if isinstance(value, dict):
-        return {_shown(k): _shown(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_shown(v) for v in value]
-    return value
-
-
-def _failed(message: str) -> CallToolResult:
-    # shown: a message naming a path that is not UTF-8 (the corpus root's) must still reach the client
-    return CallToolResult(content=[TextContent(type="text", text=shown(message))], is_error=True)
-
-
 def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
-    """Run one tool call; every failure becomes a tool error and the server goes on."""
-    try:
-        return _ok(work())
-    except Exception as exc:  # a crash in one call must not end the server
-        known = as_ragx_error(exc)  # a RagxError, or a disk or SQLite failure: the CLI's very line
-        if known is not None:
-            log.info("%s: %s", tool, known)
-            return _failed(str(known))
-        log.exception("%s failed unexpectedly", tool)
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return _failed(f"internal error in {tool}: {type(exc).__name__}" + (f": {first}" if first else ""))
+    """Run one tool call (ragx.mcp.results: the one place an outcome becomes a result) as the SDK's type."""
+    return CallToolResult.model_validate(results.answer(tool, work))
 
 
 def build_server(service: Service) -> MCPServer:

@@ -167,6 +167,27 @@ class Service:
             except Exception:  # closing a stale connection is best effort
                 log.debug("closing the old searcher failed", exc_info=True)
 
+    def prepare(self) -> None:
+        """Load what the next search needs: the index code, numpy, the corpus, its searcher and the query
+        embedder (the server's loader thread runs this while the client is still listing tools, and
+        again once the SDK is loaded: after a first query in numpy, the next needs onnxruntime's
+        session). A failure is left for the call itself to report."""
+        from .. import api  # noqa: F401 - the index and search code
+        from ..lazy import lazy_module, load_now
+
+        # Tool calls may run in several threads: the store's lazily bound numpy loads here, in one
+        # (lazy.py: first use from two threads at once is unsafe before Python 3.12).
+        load_now(lazy_module("numpy"))
+        if self.refusal:
+            return
+        try:
+            with self._lock:
+                corpus = self.corpus()
+                corpus.prepare_search()
+            corpus.prepare_query_embedding()  # under the embedder's own lock: searches may go on
+        except Exception:
+            log.debug("could not prepare the next search", exc_info=True)
+
     # ---- tools -----------------------------------------------------------------------------------
     def search(
         self,

@@ -1,13 +1,14 @@
-"""`ragx mcp` over stdio, with a handshake answered before the MCP SDK is imported.
+"""`ragx mcp` over stdio, with the session's first moments served before the MCP SDK is imported.
 
 Importing the official SDK costs 0.7-1.1 s (its pydantic protocol types alone ~0.5 s), and agent
-clients start one server per session and wait for the handshake. So this module (standard library
-only) claims stdin/stdout, imports the SDK and builds the server in a background thread, and answers
-the client's `initialize` request at once with the result the SDK gives (tests/test_mcp.py compares
-the two, field by field). The SDK then serves the whole session: it is handed the initialize request
-again, followed by everything the client sent after it, and its own answer to that replayed request
-is dropped (the client already has one). A first message that is not a well-formed `initialize`
-(a client skipping the handshake) goes to the SDK untouched, which answers it as it always did.
+clients start one server per session and wait for the tools. So this module (standard library only)
+claims stdin/stdout, and a loader thread loads what a first search needs, then the SDK, while
+`fast.Front` answers the handshake, the tool list and the first read-only tool calls on the wire
+(each answer equal to the SDK's: tests/test_mcp_handshake.py, tests/test_mcp_fast.py). The SDK then
+serves the rest of the session: it is handed the initialize request again (its answer to it is
+dropped: the client already has one), `notifications/initialized`, and the first message the fast
+path left to it. A first message that is not a well-formed `initialize` (a client skipping the
+handshake) goes to the SDK untouched, which answers it as it always did.
 
 Every line the client sends is screened before the SDK sees it (`_screen`): the SDK drops a line it
 cannot parse with a debug log only, so the client would wait forever. Here a line that is not JSON (or
@@ -34,8 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..log import warn
 
 log = logging.getLogger("ragx.mcp")
+# Seconds the SDK waits to load when no tool call has come: loading it (~0.8 s of CPU) would slow a
+# first search that arrives meanwhile, but a client that lists tools and then waits gets it ready.
+SDK_AFTER = 1.0
 
 NAME = "ragx"
 TITLE = "ragx local semantic search"
@@ -300,27 +305,41 @@ class _Replay:
 
 
 class _Loader(threading.Thread):
-    """Imports the SDK and builds the server while the main thread answers the handshake."""
+    """Loads in the order an agent needs things, while the main thread answers on the wire: first what
+    a search needs (`warm` is set after it), then the SDK and the server built on it (`done` then), once
+    the first tool call is answered (`want_sdk`), or after SDK_AFTER seconds when no call has begun
+    (`calling`): an import competing for the interpreter would slow a call in progress."""
 
     def __init__(self, service: Any):
         super().__init__(name="ragx-mcp-loader", daemon=True)
         self.service = service
+        self.warm = threading.Event()
+        self.want_sdk = threading.Event()
+        self.calling = threading.Event()
+        self.ready = threading.Event()  # the server is built, or loading failed (`error`)
         self.server: Any = None
         self.error: BaseException | None = None
 
+    @property
+    def done(self) -> bool:
+        return self.ready.is_set()
+
     def run(self) -> None:
         try:
+            self.service.prepare()
+            self.warm.set()
+            if not self.want_sdk.wait(SDK_AFTER) and self.calling.is_set():
+                self.want_sdk.wait()  # set once that call is answered
             from .server import build_server
 
             self.server = build_server(self.service)
-            from .. import api  # noqa: F401  (the first tool call then finds the index code loaded)
-            from ..lazy import lazy_module, load_now
-
-            # Tool calls may run in several threads: the store's lazily bound numpy loads here, in one
-            # (lazy.py: first use from two threads at once is unsafe before Python 3.12).
-            load_now(lazy_module("numpy"))
-        except BaseException as exc:  # re-raised by the main thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
             self.error = exc
+        finally:
+            self.warm.set()
+            self.ready.set()
+        if self.server is not None:
+            self.service.prepare()  # after a first search in numpy, the next one's onnxruntime session
 
 
 async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any) -> None:
@@ -338,24 +357,25 @@ async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any) 
 
 
 def _serve_wire(service: Any) -> None:
-    """Handshake first, the SDK from then on, until the client closes stdin."""
+    """The handshake and the first calls without the SDK (ragx.mcp.fast), the SDK from then on, until
+    the client closes stdin."""
+    from .fast import Front
+
     loader = _Loader(service)
     wire = _Wire()
     try:
         loader.start()
-        first = wire.reader.readline()
-        request = _initialize_request(first) if first else None
-        if request is not None:
-            wire.send({"jsonrpc": "2.0", "id": request["id"],
-                       "result": initialize_result(request["params"]["protocolVersion"], service.root)})
-        loader.join()
+        front = Front(wire, service, loader)
+        replay = front.serve()
+        if replay is None:
+            return  # the client left
+        loader.want_sdk.set()
+        loader.ready.wait()
         if loader.error is not None:
             raise loader.error
-        if not first:
-            return  # the client left before saying anything
         import anyio
 
-        anyio.run(_run_sdk, loader.server, wire, [first], None if request is None else request["id"])
+        anyio.run(_run_sdk, loader.server, wire, replay, front.drop_id)
     finally:
         wire.restore()
 
@@ -378,13 +398,10 @@ def serve(root: str | None = None, *, verbose: bool = False) -> None:
     service = Service(root)  # NoCorpusError (bad --root) ends the command with exit 2, before serving
     print(f"ragx mcp: serving {service.root} over stdio (ragx {__version__})", file=sys.stderr, flush=True)
     if service.refusal:
-        print(f"ragx mcp: warning: {service.refusal}", file=sys.stderr, flush=True)
+        warn(service.refusal, program="ragx mcp")
     elif not service.marked:
-        print(
-            f"ragx mcp: warning: no ragx.toml or .ragx/ at or above {service.root}: serving the working "
-            "directory as the corpus; pass --root to choose one",
-            file=sys.stderr, flush=True,
-        )
+        warn(f"no ragx.toml or .ragx/ at or above {service.root}: serving the working directory as the corpus; "
+             "pass --root to choose one", program="ragx mcp")
     try:
         _serve_wire(service)
     finally:

@@ -117,7 +117,7 @@ class EmbeddedEmbedder:
         threads: int | None = None,
         precision: str = "fp32",
     ) -> None:
-        from .quantize import PRECISIONS
+        from ..config import PRECISIONS
 
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} for the embedded engine (accepted: {', '.join(PRECISIONS)})")
@@ -245,13 +245,23 @@ class EmbeddedEmbedder:
         1e-5), without the session's start-up cost. A process that asks again is long-lived (MCP, eval):
         numpy is ~30x slower per query than the session, so from the second query on the session serves.
         (Not for int8: the numpy encoder computes the fp32 graph.)"""
-        if (self._session is None and not self._numpy_used and self.precision == "fp32" and self._pooling == "mean"
-                and self._numpy_encoder() is not None):
+        if self._numpy_serves_next():
             self._numpy_used = True
             ids = self._tokenize([text])[0]
             hidden = self._numpy.hidden(ids)[None]
             return _pool_and_normalize(hidden, np.ones((1, len(ids)), np.int64), "mean")[0]
         return self.embed_documents([text], batch_size=1)[0]
+
+    def _numpy_serves_next(self) -> bool:
+        return (self._session is None and not self._numpy_used and self.precision == "fp32" and self._pooling == "mean"
+                and self._numpy_encoder() is not None)
+
+    def prepare_query(self) -> None:
+        """Load what the next `embed_query` needs without running it: the tokenizer, and the numpy
+        encoder's mapped weights or the session (an MCP server does this while the client lists tools)."""
+        self._get_tokenizer()
+        if not self._numpy_serves_next():
+            self._get_session()
 
     def _numpy_encoder(self) -> Any:
         if self._numpy is None:
@@ -264,12 +274,7 @@ class EmbeddedEmbedder:
                 self._numpy = NumpyBert(self.model_dir)
         return self._numpy or None
 
-    def embed_documents(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 32,
-        progress: ProgressFn | None = None,
-    ) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress: ProgressFn | None = None) -> np.ndarray:
         n = check_batch(texts, batch_size)
         if self.precision == "int8":
             # Dynamic quantisation scales activations per batch: one text at a time keeps each vector a

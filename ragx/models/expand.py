@@ -25,8 +25,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ProviderError
-from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_api_key, resolve_base_url
+from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_base_url
 
 __all__ = ["ChatExpander", "Expansion", "ExpansionFormatError", "expansion_legs", "parse_answer", "prompt_hash"]
 
@@ -158,23 +159,15 @@ class ChatExpander:
         model = (model or "").strip()
         if not model:
             raise ValueError("expand.enabled is true but expand.model is empty: name the chat model the server serves")
-        if variants < 1:
-            raise ValueError(f"expand.variants must be at least 1, got {variants}")
+        check_bound("expand.variants", variants)
         self.model = model
         self.name = f"openai-chat:{model}"
         self.n = min(int(variants), MAX_VARIANTS)
         self.hyde = bool(hyde)
         self.base_url = resolve_base_url(base_url)
-        self.client = JsonClient(
-            self.base_url,
-            api_key=resolve_api_key(api_key_env, "expand"),
-            timeout=timeout,
-            max_retries=max_retries,
-            role="chat server",
-            section="expand",
-            backoff=backoff,
-            retry_timeouts=False,  # a generation too slow once is as slow the next time
-        )
+        # retry_timeouts off: a generation too slow once is as slow the next time
+        self.client = JsonClient(self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                                 role="chat server", section="expand", backoff=backoff, retry_timeouts=False)
         self._structured = True  # cleared when the server rejects response_format
         self.cache = cache  # an ExpansionCache (ragx/models/expand_cache.py), None = expand.cache off
 

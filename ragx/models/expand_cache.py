@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .expand_store import ExpandStore
+from ..log import warn_once
 
 __all__ = ["DOCUMENT", "QUERY", "ExpansionCache", "default_path", "digest", "embed_texts"]
 
@@ -73,8 +74,6 @@ class ExpansionCache:
                     self._store = ExpandStore(self.path)
             return action(self._store)
         except (sqlite3.Error, OSError) as exc:
-            from .registry import warn_once
-
             self.broken = True
             warn_once(f"expand-cache:{exc}", f"expansion cache {self.path} unusable, running without it: {exc}")
             return default

@@ -47,11 +47,13 @@ from typing import Any
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ConfigError, ProviderError
 from .base import ProgressFn, WordPieceCounter, check_batch
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "EndpointDown",
     "JsonClient",
     "OpenAIEmbedder",
     "bundled_tokenizer",
@@ -123,14 +125,15 @@ class JsonClient:
     """POST JSON to ``{base_url}{path}`` with bounded retries; every failure is one ProviderError line.
 
     ``role`` names the server in messages ("embedding server"), ``section`` is the config section
-    whose keys the hints name ("embeddings", "expand").
+    whose keys the hints name and whose bounds the timeout and retries keep ("embeddings", "expand");
+    the key comes from the variable ``api_key_env`` names (``resolve_api_key``).
     """
 
     def __init__(
         self,
         base_url: str,
         *,
-        api_key: str | None,
+        api_key_env: str,
         timeout: float,
         max_retries: int,
         role: str,
@@ -138,10 +141,9 @@ class JsonClient:
         backoff: float = 0.5,
         retry_timeouts: bool = True,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"{section}.timeout must be positive, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"{section}.max_retries must be >= 0, got {max_retries}")
+        check_bound(f"{section}.timeout", timeout)
+        check_bound(f"{section}.max_retries", max_retries)
+        api_key = resolve_api_key(api_key_env, section)
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -186,10 +188,10 @@ class JsonClient:
         tries = self.max_retries + 1
         suffix = f"after {tries} attempts" if tries > 1 else "1 attempt"
         if last.startswith("unreachable"):
-            raise self._fail(f"{last}", f"{suffix}; {self._unreachable_hint()}")
+            raise EndpointDown(last, self._fail(f"{last}", f"{suffix}; {self._unreachable_hint()}"))
         if last.startswith("timed out"):
-            raise self._fail(last, f"{suffix}; raise {self.section}.timeout or check the server")
-        raise self._fail(f"failed: {last}", f"{suffix}; check the server's log")
+            raise EndpointDown(last, self._fail(last, f"{suffix}; raise {self.section}.timeout or check the server"))
+        raise EndpointDown(last, self._fail(f"failed: {last}", f"{suffix}; check the server's log"))
 
     def _once(self, url: str, body: bytes) -> dict[str, Any]:
         self.attempts += 1
@@ -263,6 +265,15 @@ class HTTPStatusError(ProviderError):
         self.status = status
 
 
+class EndpointDown(ProviderError):
+    """The server failed in a way another server (or a later try) may not: unreachable, timed out, 5xx, 429.
+    `reason` says how, in a few words; the pool (ragx/models/pool.py) rests the server and retries elsewhere."""
+
+    def __init__(self, reason: str, error: ProviderError):
+        super().__init__(str(error))
+        self.reason = reason
+
+
 def _error_message(body: str) -> str:
     """The message inside an OpenAI-style error body ({"error": {"message": ...}}), else the body."""
     try:
@@ -318,8 +329,7 @@ class OpenAIEmbedder:
         model = (model or "").strip()
         if not model:
             raise ValueError('engine "openai" needs embeddings.model: the model name the server serves')
-        if max_tokens < 8:
-            raise ValueError(f"embeddings.max_tokens must be at least 8, got {max_tokens}")
+        check_bound("embeddings.max_tokens", max_tokens)
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.doc_prefix = doc_prefix
@@ -331,15 +341,8 @@ class OpenAIEmbedder:
         self.tokenizer_path = Path(tokenizer).expanduser() if tokenizer.strip() else None
         if self.tokenizer_path is not None and not self.tokenizer_path.is_file():
             raise ValueError(f"embeddings.tokenizer {tokenizer!r} is not a tokenizer.json file")
-        self.client = JsonClient(
-            self.base_url,
-            api_key=resolve_api_key(api_key_env, "embeddings"),
-            timeout=timeout,
-            max_retries=max_retries,
-            role="embedding server",
-            section="embeddings",
-            backoff=backoff,
-        )
+        self.client = JsonClient(self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                                 role="embedding server", section="embeddings", backoff=backoff)
         self.served_model: str | None = None  # the model id the server reports, once it answered
         self._dim: int | None = None
         self._counter: WordPieceCounter | None = None
@@ -355,6 +358,11 @@ class OpenAIEmbedder:
         if self._dim is None:
             self._request(["dimension probe"], self.doc_input_type)
         assert self._dim is not None
+        return self._dim
+
+    @property
+    def known_dim(self) -> int | None:
+        """The dimension once a response told it, without asking the server."""
         return self._dim
 
     def __repr__(self) -> str:
@@ -378,7 +386,7 @@ class OpenAIEmbedder:
         out: np.ndarray | None = None
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            vecs = self._request([self.doc_prefix + texts[i] for i in idx], self.doc_input_type)
+            vecs = self.embed_batch([texts[i] for i in idx])
             if out is None:
                 out = np.empty((n, vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
@@ -386,6 +394,10 @@ class OpenAIEmbedder:
                 progress(len(idx))
         assert out is not None
         return out
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """One request for exactly these texts (the pool's unit of work): rows in input order."""
+        return self._request([self.doc_prefix + t for t in texts], self.doc_input_type)
 
     def _request(self, inputs: list[str], input_type: str = "") -> np.ndarray:
         # Some servers reject empty strings; a space embeds the same "nothing".

@@ -22,10 +22,7 @@ from pathlib import Path
 
 from .onnx_export import ExportError, _exclusive_lock
 
-__all__ = ["PRECISIONS", "ensure_int8", "int8_path"]
-
-#: The precisions the embedded engine runs; the first is the default.
-PRECISIONS = ("fp32", "int8")
+__all__ = ["ensure_int8", "int8_path"]
 
 
 def int8_path(fp32_path: str | os.PathLike[str]) -> Path:
@@ -57,7 +54,7 @@ def ensure_int8(fp32_path: str | os.PathLike[str], *, force: bool = False) -> Pa
 
 @contextlib.contextmanager
 def _quiet_root_logger() -> Iterator[None]:
-    import logging  # only while quantising: every embedder construction imports this module for PRECISIONS
+    import logging  # only while quantising
 
     root = logging.getLogger()
     level = root.level

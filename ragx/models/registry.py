@@ -10,7 +10,8 @@ Engines:
   with onnxruntime; opts ``cache_dir``, ``threads``, ``precision`` (``"fp32"`` or ``"int8"``).
 * ``"openai"`` -- an OpenAI-compatible ``POST {base_url}/embeddings``; ``model`` is the served model
   name; opts ``base_url``, ``api_key_env``, ``doc_prefix``, ``query_prefix``, ``timeout``,
-  ``max_retries``, ``max_tokens``, ``tokenizer``, ``doc_input_type``, ``query_input_type`` (see :mod:`ragx.models.openai_engine`).
+  ``max_retries``, ``max_tokens``, ``tokenizer``, ``doc_input_type``, ``query_input_type`` (see :mod:`ragx.models.openai_engine`),
+  ``in_flight``; a ``base_url`` listing several servers makes a pool of them (:mod:`ragx.models.pool`).
 * ``"sentence-transformers"`` -- ``SentenceTransformer(model)`` in process (torch); ``model`` is a
   local directory or a hub name; opts ``doc_prefix``, ``query_prefix``, ``device``.
 
@@ -20,16 +21,15 @@ Adding an engine (extension point): write ``ragx/models/<engine>.py`` with a cla
 :func:`embedder_options`.
 
 Degraded providers (a reranker that cannot load, an expansion call that failed) do not stop a query;
-they report through :func:`warn_once`, which prints each distinct warning once per process.
+they report through :func:`ragx.log.warn_once`, which prints each distinct warning once per process.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..config import add_engine
 from .base import Embedder
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "make_expander",
     "make_reranker",
     "register_engine",
-    "warn_once",
 ]
 
 EngineFactory = Callable[..., Embedder]
@@ -48,7 +47,7 @@ EngineFactory = Callable[..., Embedder]
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
     "embedded": ("precision",),
     "openai": ("base_url", "api_key_env", "doc_prefix", "query_prefix", "timeout", "max_retries", "max_tokens", "tokenizer",
-               "doc_input_type", "query_input_type"),
+               "doc_input_type", "query_input_type", "in_flight"),
     "sentence-transformers": ("doc_prefix", "query_prefix", "device"),
 }
 
@@ -73,10 +72,20 @@ def _make_embedded(model: str, **opts: Any) -> Embedder:
 
 
 def _make_openai(model: str, **opts: Any) -> Embedder:
+    """One server: the engine itself. Several (``base_url`` lists them) or ``in_flight`` > 1: a pool of
+    engines, one per server, each trying once per request (the pool retries elsewhere)."""
     from .openai_engine import OpenAIEmbedder
 
     _check_opts("openai", opts, {*ENGINE_OPTIONS["openai"], "backoff"})
-    return OpenAIEmbedder(model, **opts)
+    in_flight = int(opts.pop("in_flight", 1))
+    from .pool import EmbeddingPool, split_base_urls
+
+    urls = split_base_urls(opts.pop("base_url", "") or "")
+    if len(urls) == 1 and in_flight == 1:
+        return OpenAIEmbedder(model, base_url=urls[0], **opts)
+    retries = int(opts.pop("max_retries", 3))
+    engines = [OpenAIEmbedder(model, base_url=url, max_retries=0, **opts) for url in urls]
+    return EmbeddingPool(engines, in_flight=in_flight, max_retries=retries)
 
 
 def _make_sentence_transformers(model: str, **opts: Any) -> Embedder:
@@ -96,6 +105,7 @@ _ENGINES: dict[str, EngineFactory] = {
 def register_engine(engine: str, factory: EngineFactory) -> None:
     """Register (or replace) the factory for ``engine``."""
     _ENGINES[engine] = factory
+    add_engine(engine)
 
 
 def available_engines() -> list[str]:
@@ -147,23 +157,3 @@ def make_expander(expand: Any) -> Any | None:
         hyde=expand.hyde,
         cache=ExpansionCache() if expand.cache else None,
     )
-
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: str, message: str) -> bool:
-    """Print ``ragx: warning: <message>`` on stderr the first time ``key`` is seen in this process."""
-    with _warned_lock:
-        if key in _warned:
-            return False
-        _warned.add(key)
-    print(f"ragx: warning: {message}", file=sys.stderr, flush=True)
-    return True
-
-
-def reset_warnings() -> None:
-    """Forget which warnings were printed (tests)."""
-    with _warned_lock:
-        _warned.clear()

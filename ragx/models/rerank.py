@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import check_bound
 from ..errors import ProviderError
 
 __all__ = ["CrossEncoderReranker"]
@@ -47,10 +48,8 @@ class CrossEncoderReranker:
         model = (model or "").strip()
         if not model:
             raise ValueError("rerank.model is empty (no reranker configured)")
-        if batch_size < 1:
-            raise ValueError(f"rerank.batch_size must be >= 1, got {batch_size}")
-        if max_length < 8:
-            raise ValueError(f"rerank.max_length must be at least 8, got {max_length}")
+        check_bound("rerank.batch_size", batch_size)
+        check_bound("rerank.max_length", max_length)
         self.model = model
         self.name = model
         self.batch_size = int(batch_size)

@@ -33,9 +33,11 @@ from typing import Any
 import numpy as np
 
 from ..lookup import find_sorted
+from ..log import warn_once
+from ..text_keys import text_keys
 from .rerank import max_pair_length
 
-__all__ = ["CachedReranker", "default_score_path", "text_keys", "reranker_identity"]
+__all__ = ["CachedReranker", "default_score_path", "score_keys", "reranker_identity"]
 
 # Files of a model folder that decide its scores: weights, config, tokenizer (whichever exist).
 IDENTITY_FILES = (
@@ -53,12 +55,9 @@ def default_score_path() -> Path:
     return default_cache_dir() / "rerank" / "scores.sqlite"
 
 
-def text_keys(texts: Sequence[str]) -> np.ndarray:
-    """xxh3-64 of each text (utf-8), as int64 (SQLite's integer)."""
-    import xxhash
-
-    digest = xxhash.xxh3_64_intdigest
-    return np.fromiter((digest(t.encode("utf-8")) for t in texts), dtype=np.uint64, count=len(texts)).view(np.int64)
+def score_keys(texts: Sequence[str]) -> np.ndarray:
+    """Each text's key (ragx.text_keys) as int64, SQLite's integer: the same 64 bits."""
+    return text_keys(texts).view(np.int64)
 
 
 def model_folder(model: str) -> Path | None:
@@ -131,16 +130,14 @@ class CachedReranker:
             return None, None
 
     def _warn(self, exc: BaseException) -> None:
-        from .registry import warn_once
-
         warn_once(f"rerank-cache:{self.path}", f"rerank score cache {self.path} unusable ({exc}); scoring without it")
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Relevance of each text to the query, in input order (``(len(texts),)`` float64)."""
-        return self.score_keyed(query, text_keys(texts), lambda positions: [texts[i] for i in positions.tolist()])
+        return self.score_keyed(query, score_keys(texts), lambda positions: [texts[i] for i in positions.tolist()])
 
     def score_keyed(self, query: str, keys: np.ndarray, texts_at: Callable[[np.ndarray], Sequence[str]]) -> np.ndarray:
-        """Scores of the texts whose keys (``text_keys``) are given; ``texts_at(positions)`` returns
+        """Scores of the texts whose keys (``score_keys``) are given; ``texts_at(positions)`` returns
         the texts at those positions and is called only for pairs the cache lacks."""
         if len(keys) == 0:
             return np.empty(0, dtype=np.float64)

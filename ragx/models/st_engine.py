@@ -63,7 +63,7 @@ def load_local_first(cls: Any, model: str, **kwargs: Any) -> Any:
 class TokenizerCounter(WordPieceCounter):
     """:class:`WordPieceCounter` over an in-memory ``tokenizers.Tokenizer`` (a fast HF tokenizer's backend)."""
 
-    def __init__(self, tokenizer: Any, max_tokens: int) -> None:  # noqa: D107 - same fields as the parent
+    def __init__(self, tokenizer: Any, max_tokens: int) -> None:
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_str(tokenizer.to_str())  # a copy: padding/truncation changes stay ours

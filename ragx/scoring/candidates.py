@@ -12,8 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..index.bm25 import DEFAULT_VARIANT
-from ..index.lexicon import B, K1
+from .bm25 import B, DEFAULT_VARIANT, K1
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ class Params:
     min_lexical_share: float     # ... or the best BM25 over its ceiling reaches this (ragx/search/evidence.py; any 0 = off)
     bm25_k1: float           # BM25 term-frequency saturation (FTS5's bm25(): 1.2)
     bm25_b: float            # BM25 length normalisation, 0..1 (FTS5's bm25(): 0.75)
-    bm25_variant: str        # BM25's formula: "fts5" (FTS5's bm25()), "lucene", "atire", "bm25l", "bm25+" (ragx/index/bm25.py)
+    bm25_variant: str        # BM25's formula: "fts5" (FTS5's bm25()), "lucene", "atire", "bm25l", "bm25+" (ragx/scoring/bm25.py)
     anchor_dense: float      # share of the dense signal taken by anchor evidence, 0..1 (0 = off): (1 - a) * cosine + a * max(cosine, best anchor cosine of its file)
     anchor_lexical: float    # the same for BM25 over the file's anchor document, both scaled by their best candidate (0 = off)
 

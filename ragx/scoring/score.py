@@ -78,7 +78,8 @@ def _scaled(x: np.ndarray) -> np.ndarray:
     return x / top if top > 0 else np.zeros(len(x))
 
 
-def _pre(p: Params, heat: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+def combine(p: Params, heat: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """The pre-score: the weighted mean of the normalised signals (equal weights when all three are 0)."""
     b, g, d = p.heat_weight, p.dense_weight, p.lexical_weight
     if b + g + d <= 0:
         b = g = d = 1.0
@@ -109,7 +110,7 @@ def prepare(c: Candidates, p: Params) -> Prepared:
     trace = propagate(c, p, fused)
     cand = trace.admitted
     heat, dense, lexical = _signals(c, p, trace, cand)
-    pre = _pre(p, heat, dense, lexical)
+    pre = combine(p, heat, dense, lexical)
     return Prepared(fused, trace, heat, dense, lexical, pre, _ranked(c, cand, pre)[: p.shortlist])
 
 

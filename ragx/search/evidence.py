@@ -27,26 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schemas import NO_EVIDENCE
 from ..scoring.candidates import Candidates
 from ..scoring.params import Params
 from .lexical import only_function_words, query_words
-
-
-# How the reason of a query without evidence begins: the CLI tells it from other empty answers by it.
-NO_EVIDENCE = "no relevant evidence"
-# The BM25 formula the shipped lexical thresholds were calibrated under. Another formula scores on
-# another scale (BM25+ adds delta * idf for every word a chunk holds), so the same thresholds let
-# through what they were set to stop (research/2026-12-04-bm25-variants.md).
-CALIBRATED_FOR = "fts5"
-
-
-def calibration_note(variant: str) -> str | None:
-    """What to tell someone choosing `variant` for BM25 about the lexical thresholds, or None."""
-    if variant == CALIBRATED_FOR:
-        return None
-    return (f"the \"nothing relevant\" thresholds (search.min_lexical_evidence, search.min_lexical_share) were calibrated "
-            f"with bm25_variant = {CALIBRATED_FOR!r}; under {variant!r} they may let off-topic queries through: recalibrate them "
-            f"(the repository's scripts/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
 
 
 @dataclass(frozen=True)

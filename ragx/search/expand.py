@@ -7,6 +7,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..log import warn_once
+
 
 def query_vectors(
     query: str, embedder: Any, expander_factory: Callable[[], Any] | None, expand: bool
@@ -19,7 +21,6 @@ def query_vectors(
     if not expand:
         return variants, qvecs, {"used": False, "skipped": "turned off for this query (--no-expand)"}
     from ..models.expand import expansion_legs
-    from ..models.registry import warn_once
 
     texts, vecs, note = expansion_legs(expander_factory, embedder, query, warn_once)
     if texts:

@@ -1,8 +1,9 @@
 """The BM25 leg: every chunk matching a query's words, scored.
 
 A query's words (identifiers whole, other words at their punctuation; function words dropped unless
-nothing else is left) are OR-ed, cut into terms as documents are. A generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and
-formula (or another BM25 variant: index/bm25.py); an older one asks the FTS5 table (same ranking,
+nothing else is left) are OR-ed, cut into terms as documents are. A generation with postings
+(index/lexicon.py) is scored from them, with FTS5's terms and formula (or another BM25 variant:
+scoring/bm25.py); an older one asks the FTS5 table (same ranking,
 k1 = 1.2, b = 0.75 and FTS5's variant fixed there).
 """
 
@@ -15,8 +16,7 @@ import numpy as np
 
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
-from ..index.bm25 import DEFAULT_VARIANT
-from ..index.lexicon import B, K1
+from ..scoring.bm25 import B, DEFAULT_VARIANT, K1
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..index.snapshot import Snapshot

@@ -30,6 +30,7 @@ from ..errors import CorruptIndexError, NoIndexError, UsageError
 from ..index.identity import check_embedder
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
+from ..log import warn_once
 from ..index.store import ANCHORS_OUTDATED, Store
 from ..scoring.candidates import Candidates, PassCaps
 from ..scoring.params import Params
@@ -108,8 +109,6 @@ class Searcher:
                 return False
             self.snapshot, self._generation = snapshot, generation
             if self.store.anchors_need_update():
-                from ..models.registry import warn_once
-
                 warn_once("anchors-outdated", ANCHORS_OUTDATED)
         self.manifest = manifest
         return True
@@ -118,6 +117,12 @@ class Searcher:
         """Pick up the newest committed generation (cheap when nothing changed)."""
         with self.reading():
             pass
+
+    def prepare(self) -> None:
+        """Open what the first query reads before it comes: the committed generation (arrays, ANN index)
+        and the embedder (made, and checked against the index's)."""
+        self.refresh()
+        self.check_model()
 
     def check_model(self) -> None:
         check_embedder(self.manifest, self.embedder)
@@ -174,7 +179,6 @@ class Searcher:
             c.notes["rerank"] = {"skipped": "turned off (--no-rerank or search.rerank_weight = 0)"}
             return
         from ..errors import ProviderError
-        from ..models.registry import warn_once
 
         picked = prepare(c, params).shortlist if shortlisted is None else shortlisted
         reranker = None

@@ -41,6 +41,7 @@ _IDF: dict[str, Callable[[int, int], float]] = {
 }
 VARIANTS = tuple(_IDF)
 DEFAULT_VARIANT = "fts5"
+K1, B = 1.2, 0.75  # FTS5's bm25() constants: the defaults, so both paths (lexicon, FTS5 table) score alike
 
 
 def check_variant(variant: str) -> str:

@@ -1,8 +1,9 @@
-"""A lab-side cache of chunk vectors per embedding model, so a model study embeds each text once.
+"""A cache of chunk vectors per embedding model, so a model study (lab/models.py) or a replay of
+repository snapshots (ragx/eval/snapshot_run.py) embeds each text once.
 
 Keyed by (model identity, text hash): the identity is the embedder's `name` (what the index manifest
 records, e.g. `embedded:all-MiniLM-L6-v2@468e4cf3+int8`), the hash is ragx's own xxh3-64 of the exact
-text embedded (`ragx.index.plan.text_keys`, the key ragx uses to reuse vectors inside one index).
+text embedded (`ragx.text_keys`, the key ragx uses to reuse vectors inside one index).
 One folder per identity holds shards: every slab of up to SLAB texts embedded appends one `.npz`
 (keys, vectors, seconds it took), written to a temporary name and renamed, so an interrupted run loses
 at most its last slab and a reader never sees half a shard. Two workers filling the same
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from ragx.index.plan import text_keys
+from ..text_keys import text_keys
 
 SLAB = 512  # texts embedded (and stored as one shard) at a time
 
@@ -118,6 +119,35 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
+
+    def stream(self, batches: Sequence[Sequence[str]]):
+        """(batch number, vectors) per batch, as ragx's index run asks (ragx/models/pool.py): cached texts
+        at once, the others as their own batches through the wrapped engine (concurrently when it is a pool
+        of servers), stored a slab at a time."""
+        from ragx.models.pool import stream_batches
+
+        keys = [text_keys(list(b)) for b in batches]
+        looked = [self.cache.lookup(k) for k in keys]
+        misses = [np.flatnonzero(~hit) for hit, _ in looked]
+        waiting = [i for i, m in enumerate(misses) if len(m)]
+        for i in (i for i, m in enumerate(misses) if not len(m)):
+            self.hits += len(keys[i])
+            yield i, looked[i][1]
+        slab_keys, slab_vecs, t0 = [], [], time.perf_counter()
+        for j, vecs in stream_batches(self.inner, [[batches[i][int(m)] for m in misses[i]] for i in waiting]):
+            i = waiting[j]
+            hit, cached = looked[i]
+            out = np.empty((len(keys[i]), self.dim), np.float32)
+            out[hit], out[~hit] = cached, vecs
+            self.hits, self.misses = self.hits + int(hit.sum()), self.misses + len(vecs)
+            slab_keys.append(keys[i][~hit])
+            slab_vecs.append(vecs)
+            if sum(map(len, slab_keys)) >= SLAB or j == len(waiting) - 1:
+                seconds = time.perf_counter() - t0
+                self.cache.add(np.concatenate(slab_keys), np.concatenate(slab_vecs), seconds)
+                self.embed_seconds += seconds
+                slab_keys, slab_vecs, t0 = [], [], time.perf_counter()
+            yield i, out
 
     def embed_documents(self, texts: Sequence[str], batch_size: int = 32, progress=None) -> np.ndarray:
         out = np.empty((len(texts), self.dim), np.float32)
