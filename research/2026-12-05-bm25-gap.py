@@ -26,9 +26,10 @@ from scipy import sparse
 
 from ragx.eval.beir import doc_text, read_jsonl, read_qrels
 from ragx.scoring import bm25
+from ragx.index import fts_tokens, identifiers
 from ragx.index.fts_tokens import shared
 from ragx.ingest.chunk import ChunkSettings, chunk_text
-from ragx.search.lexical import STOPWORDS
+from ragx.search.lexical import STOPWORDS, bm25_words, query_words
 
 DATA = Path(os.environ.get("RAGX_DATA", "/work/shared/data"))
 SETS = ("scifact", "cranfield", "musique-small", "dendron-vault")
@@ -64,6 +65,10 @@ def _stemmer(kind: str):
 
 
 def terms(text: str, s: Setup, stop: frozenset, repeats: bool = True) -> list[str]:
+    if s.words in ("pieces", "pieces+ids"):  # ragx's own cut: white-space pieces through FTS5 (query: its words)
+        if stop is s.doc_stop:
+            return shared().of_words(text.split())
+        return shared().of_words(bm25_words(text) if s.words == "pieces+ids" else query_words(text))
     words = [w for w in _WORDS[s.words].findall(text.lower()) if w not in stop]
     if not repeats:
         words = list(dict.fromkeys(words))
@@ -166,6 +171,27 @@ ROWS = {
 }
 
 
+def identifier_effect(split: str) -> None:
+    """Identifier-aware terms (ragx/index/identifiers.py) on prose: ragx's leg with and without them."""
+    from ragx.eval.stats import paired
+
+    def with_ids(on: bool) -> dict[str, np.ndarray]:
+        fts_tokens._shared = None  # a fresh tokenizer: it remembers the words it has cut
+        fts_tokens.with_identifier_parts = identifiers.with_identifier_parts if on else (lambda piece: piece)
+        try:
+            return {name: run(name, split, replace(RAGX, words="pieces+ids" if on else "pieces")) for name in SETS}
+        finally:
+            fts_tokens.with_identifier_parts = identifiers.with_identifier_parts
+            fts_tokens._shared = None
+
+    before, after = with_ids(False), with_ids(True)
+    for name in SETS:
+        if len(before[name]):
+            c = paired(after[name], before[name])
+            print(f"| {name} {split} ({len(before[name])}) | {before[name].mean():.4f} | {after[name].mean():.4f} | "
+                  f"{c.diff:+.4f} (p {c.p:.3f}) | {c.wins}/{c.ties}/{c.losses} |")
+
+
 def main(split: str) -> None:
     from ragx.eval.stats import paired
 
@@ -186,4 +212,7 @@ def main(split: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "train")
+    if len(sys.argv) > 2 and sys.argv[2] == "identifiers":
+        identifier_effect(sys.argv[1])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "train")
