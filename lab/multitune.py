@@ -41,7 +41,7 @@ SPACE = {  # name -> (kind, low, high); the weights are drawn as shares (only th
 PARAMS = ("dense_n", "lexical_n", "rrf_k", "hops", "decay", "query_floor", "max_frontier", "heat_weight", "dense_weight", "lexical_weight", "file_chunks")
 BASE = Params(top=10, dense_n=20, lexical_n=20, rrf_k=30.63342230920435, hops=1, decay=0.5, query_floor=0.20569530695000607,
               max_frontier=150, rerank_weight=0.0, heat_weight=0.0077599600471927824, dense_weight=0.4976581150386485, lexical_weight=0.36041733346022464,
-              shortlist=100, file_chunks=1, link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", anchor_dense=0.0, anchor_lexical=0.0)  # today's promoted defaults without the reranker
+              shortlist=100, file_chunks=1, link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", query_features="off", anchor_dense=0.0, anchor_lexical=0.0, prior_test=1.0, prior_example=1.0, prior_doc=1.0)  # today's promoted defaults without the reranker
 FIXED = {  # reference configurations, evaluated like every draw (indices 0..3)
     "defaults": BASE,
     "hybrid100": BASE.replace(dense_n=100, lexical_n=100, hops=0),

@@ -38,14 +38,6 @@ class ShortlistScorer:
         self._ids = np.empty(0, np.int64)   # sorted chunk ids whose text keys are known
         self._keys = np.empty(0, np.int64)
 
-    @property
-    def computed(self) -> int:
-        return int(self.reranker.computed)
-
-    @property
-    def hits(self) -> int:
-        return int(self.reranker.hits)
-
     def texts(self, ids: np.ndarray) -> list[str]:
         return [r["text"] for r in self.store.chunk_rows(ids, ("id", "text"))]
 

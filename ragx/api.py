@@ -131,23 +131,10 @@ class Corpus:
 
         return run_doctor(self)
 
-    def query(
-        self,
-        text: str,
-        *,
-        top: int | None = None,
-        files_only: bool = False,
-        explain: bool = False,
-        graph: bool | None = None,
-        lexical: bool = True,
-        rerank: bool = True,
-        expand: bool = True,
-        params: Params | None = None,
-        time: Any = None,
-        tags: tuple[str, ...] = (),
-        path_glob: str | None = None,
-        evidence_check: bool = True,
-    ) -> dict[str, Any]:
+    def query(self, text: str, *, top: int | None = None, files_only: bool = False, explain: bool = False,
+              graph: bool | None = None, lexical: bool = True, rerank: bool = True, expand: bool = True,
+              params: Params | None = None, time: Any = None, tags: tuple[str, ...] = (), path_glob: str | None = None,
+              evidence_check: bool = True) -> dict[str, Any]:
         """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
 
         `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every
@@ -200,7 +187,7 @@ class Corpus:
         `queries` is a queries file or already-loaded LabelledQuery objects; `configs` holds `--config`
         specs ("name=preset,key=value") or EvalConfig objects (the lab's live check), default presets if None;
         `metrics` the metric set ("ir", or "code" for file localisation: ragx/eval/metrics.py); with `top`,
-        the document also holds each configuration's `top` files per query ("top_files").
+        the document also holds each configuration's `top` files per query with their scores ("top_files").
         """
         from .eval.presets import DEFAULT_CONFIGS, parse_config
         from .eval.queries import check_labelled_files, load_queries

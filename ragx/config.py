@@ -167,6 +167,9 @@ LIMITS: dict[str, Limit] = {
     "search.link_weight": Limit(0, 1000),
     "search.anchor_dense": Limit(0, 1),
     "search.anchor_lexical": Limit(0, 1),
+    "search.prior_test": Limit(0, 1),
+    "search.prior_example": Limit(0, 1),
+    "search.prior_doc": Limit(0, 1),
     "search.min_dense_evidence": Limit(0, 1),
     "search.min_lexical_evidence": Limit(0, 1_000_000),
     "search.min_lexical_share": Limit(0, 1),
@@ -221,7 +224,13 @@ def calibration_note(variant: str) -> str | None:
         return None
     return (f"the \"nothing relevant\" thresholds (search.min_lexical_evidence, search.min_lexical_share) were calibrated "
             f"with bm25_variant = {CALIBRATED_FOR!r}; under {variant!r} they may let off-topic queries through: recalibrate them "
-            f"(the repository's scripts/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
+            f"(the repository's scripts/bench/bench_no_match.py --split train --calibrate --bm25-variant {variant})")
+
+
+def _query_features() -> tuple[str, ...]:
+    from .scoring.candidates import QUERY_FEATURES  # beside the pass's other BM25 settings
+
+    return QUERY_FEATURES
 
 
 def _precisions() -> tuple[str, ...]:
@@ -272,6 +281,7 @@ CHOICES: dict[str, Choices] = {
     "embeddings.device": _DEVICE,
     "rerank.device": _DEVICE,
     "search.bm25_variant": Choices(_bm25_variants, note=calibration_note),
+    "search.query_features": Choices(_query_features),
 }
 
 

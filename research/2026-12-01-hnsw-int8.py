@@ -4,7 +4,7 @@
     python research/2026-12-01-hnsw-int8.py scale /work/cache/scale/n100000
 
 `scifact`: the index `ragx eval beir ../shared/data/scifact` keeps (its vectors.npy, the embedded model
-for the 300 test queries). `scale`: a corpus of scripts/bench_scale.py (its vectors.npy and its 200
+for the 300 test queries). `scale`: a corpus of scripts/bench/bench_scale.py (its vectors.npy and its 200
 topic queries, embedded by the benchmark's hashed bag of words). For each scalar type, an index is
 built with ragx's settings (M 16, expansion 128 / 250, 2 threads) from the float16 rows widened to
 float32; each query asks it for 100, 150 and 200 candidates, which are re-scored exactly with the

@@ -12,7 +12,7 @@ The variant: the dense evidence is the best value of the ranking's own dense sig
 candidates (anchors mixed in exactly as scoring mixes them); the lexical evidence is unchanged (an
 anchor document's BM25 has its own corpus statistics, not the chunks' scale). Only a collection with
 links can change (of the shared ones: dendron-vault, as the corpus a query runs against). Both rules
-are calibrated by the same procedure on TRAIN (scripts/bench_no_match.py --calibrate: scifact and
+are calibrated by the same procedure on TRAIN (scripts/bench/bench_no_match.py --calibrate: scifact and
 dendron-vault train queries, real against their own corpus, foreign against the other three corpora;
 the pair that rejects the most foreign queries while real ones lose at most 0.5%); the test splits are
 then run once with each rule's train thresholds.

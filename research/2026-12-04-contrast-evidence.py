@@ -22,7 +22,7 @@ Two calibrations, as in research/2026-12-04-leg-agreement.md:
 
 * `train`    -- scifact and dendron-vault train queries (real against their own corpus, foreign against
                 the other three corpora): the thresholds that reject the most foreign queries while real
-                ones lose at most 0.5% (scripts/bench_no_match.py --calibrate's procedure);
+                ones lose at most 0.5% (scripts/bench/bench_no_match.py --calibrate's procedure);
 * `kfold`    -- those train queries plus one half of Cranfield's and MuSiQue-small's (no train split), the
                 fewest real losses (worst collection, then pooled) while every foreign calibration pair
                 stays at least 85% empty; those two collections reported on their other half, SciFact and

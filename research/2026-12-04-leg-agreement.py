@@ -16,7 +16,7 @@ tops rarely share a file. The variants add that agreement as evidence:
                  pair stays at least 85% empty (5 points over the 80% target), instead of the most
                  foreign rejection at a real loss of at most 0.5%.
 
-Each is calibrated by the same procedure on TRAIN (as scripts/bench_no_match.py --calibrate: scifact
+Each is calibrated by the same procedure on TRAIN (as scripts/bench/bench_no_match.py --calibrate: scifact
 and dendron-vault train queries, real against their own corpus, foreign against the other three
 corpora; the thresholds that reject the most foreign queries while real ones lose at most 0.5%); the
 test splits are then run once with each rule's train thresholds.

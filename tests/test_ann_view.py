@@ -149,7 +149,7 @@ def test_an_index_whose_ann_file_holds_deleted_entries_is_searched_exactly_then_
 
     done = _child(_ragx_script('ragx("index", "--root", str(root))'), str(corpus))
     assert done.returncode == 0, done.stderr[-400:]
-    planted = _child(_PLANT, str(corpus / ".ragx"), str(REPO / "scripts"))
+    planted = _child(_PLANT, str(corpus / ".ragx"), str(REPO / "scripts" / "check"))
     assert planted.returncode == 0, planted.stderr[-400:]
     assert holds_deleted(max(corpus.glob(".ragx/gen-*")) / "vectors.hnsw")
     (corpus / "new.md").write_text("# new\n\nA note about sails and bread.\n", encoding="utf-8")

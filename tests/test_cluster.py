@@ -1,6 +1,6 @@
 """Sweeps beyond one machine: shared content-addressed pass caches raced by two processes, a worker
 killed mid-trial (its trial failed by the heartbeat and retried once, none counted twice), and the
-whole cluster for real (PostgreSQL + MLflow server + workers, via scripts/lab_cluster.sh)."""
+whole cluster for real (PostgreSQL + MLflow server + workers, via scripts/tools/lab_cluster.sh)."""
 
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def cluster():
     state.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
     env = {**os.environ, "LAB_CLUSTER_DIR": str(state), "LAB_PG_PORT": str(free_port()), "LAB_MLFLOW_PORT": str(free_port()),
            "LAB_PYTHON": sys.executable}
-    script = [shutil.which("bash"), str(REPO / "scripts" / "lab_cluster.sh")]
+    script = [shutil.which("bash"), str(REPO / "scripts" / "tools" / "lab_cluster.sh")]
     up = subprocess.run([*script, "up"], env=env, capture_output=True, text=True, timeout=600)
     if up.returncode == 3:
         shutil.rmtree(state, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The fault suite of issue 11 in its bounded form: every case of scripts/fault_suite.py, run with the
+"""The fault suite of issue 11 in its bounded form: every case of scripts/check/fault_suite.py, run with the
 real CLI entry point over a small corpus and a hashing embedder (no model), asserting exit codes,
 one-line messages and an intact index after each case.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "scripts" / "check"))
 
 import fault_suite  # noqa: E402
 

@@ -91,23 +91,23 @@ def test_offline_rescoring_of_reranked_configs_is_digit_exact_against_live_eval(
         cfg = parse_config(spec, corpus.settings.search)
         if first == "offline":
             offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
-            computed = scorer.computed
+            computed = scorer.reranker.computed
             live = run_eval(corpus.searcher, queries, [cfg])
-            assert scorer.computed == computed, spec  # the live shortlists were all in the cache
+            assert scorer.reranker.computed == computed, spec  # the live shortlists were all in the cache
         else:
             live = run_eval(corpus.searcher, queries, [cfg])
-            computed = scorer.computed
+            computed = scorer.reranker.computed
             offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
-            assert scorer.computed == computed, spec
+            assert scorer.reranker.computed == computed, spec
         assert offline.runs == live.runs[cfg.name], spec
         assert offline.per_query == live.file_per_query[cfg.name], spec
         assert offline.means == live.file_means[cfg.name], spec
         doc = corpus.evaluate(queries, [cfg])  # the facade `ragx eval` calls: same means, nothing new scored
-        assert doc["files"]["means"][cfg.name] == offline.means and scorer.computed == computed, spec
+        assert doc["files"]["means"][cfg.name] == offline.means and scorer.reranker.computed == computed, spec
         assert doc["rerank_pairs"]["computed"] == 0 and doc["rerank_pairs"]["cached"] > 0, spec
         plain = rescore(passes, cfg.params.replace(rerank_weight=0.0), qrels, meta["paths"])
         assert plain.runs != offline.runs, spec  # the cross-encoder really moved the ranking
-    assert scorer.computed > 0 and scorer.hits > 0
+    assert scorer.reranker.computed > 0 and scorer.reranker.hits > 0
 
 
 def test_stale_cache_is_refused(setup, tmp_path):

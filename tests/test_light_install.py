@@ -1,5 +1,5 @@
-"""The light install's plan (scripts/light_requirements.py): what goes in with --no-deps, what is pruned.
-The install itself is checked end to end by scripts/check_light.sh (it downloads packages)."""
+"""The light install's plan (scripts/install/light_requirements.py): what goes in with --no-deps, what is pruned.
+The install itself is checked end to end by scripts/check/check_light.sh (it downloads packages)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("light_requirements", ROOT / "scripts" / "light_requirements.py")
+spec = importlib.util.spec_from_file_location("light_requirements", ROOT / "scripts" / "install" / "light_requirements.py")
 light = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(light)
 

@@ -1,4 +1,4 @@
-"""scripts/race_test.py: readers (CLI subprocesses, one MCP server) racing index commits, every result
+"""scripts/check/race_test.py: readers (CLI subprocesses, one MCP server) racing index commits, every result
 checked against the store at its generation. The checker itself is shown to catch a mislabel."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import make_corpus
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "race_test.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check" / "race_test.py"
 
 
 def _race_module():

@@ -4,7 +4,7 @@
   only options that command has;
 - every concrete line of a fenced block (no placeholders) parses in full, as the shell would pass it;
 - the README's everyday commands run for real, in order, on a small corpus (hash embedder);
-- the README stays a README (<= 300 lines) and each install block is one scripts/check_installs.py runs.
+- the README stays a README (<= 300 lines) and each install block is one scripts/check/check_installs.py runs.
 """
 
 from __future__ import annotations
@@ -139,17 +139,17 @@ def test_the_readmes_everyday_commands_run_in_order_on_a_small_corpus(tmp_path, 
 
 
 def test_the_readme_stays_short_and_every_install_block_is_checked():
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "check"))
     try:
         import check_installs
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "scripts" / "check"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 300
     blocks = check_installs.install_blocks()
     assert set(blocks) == {"full", "light", "pipx", "uv"} and set(blocks) <= set(check_installs.WHERE)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "scripts/check_installs.py" in ci and "mkdocs build --strict" in ci
+    assert "scripts/check/check_installs.py" in ci and "mkdocs build --strict" in ci
 
 
 def test_every_script_the_readme_and_docs_run_exists():

@@ -86,7 +86,7 @@ def cases(draw):
         top=10, dense_n=draw(st.integers(0, 8)), lexical_n=draw(st.integers(0, 8)), rrf_k=draw(st.sampled_from([1.0, 30.6, 60.0])),
         hops=draw(st.integers(0, 3)), decay=draw(st.sampled_from([0.25, 0.5, 1.0])), query_floor=draw(st.sampled_from([-1.0, 0.2, 0.4])),
         max_frontier=draw(st.integers(1, 6)), rerank_weight=0.0, heat_weight=1.0, dense_weight=1.0, lexical_weight=1.0, shortlist=10, file_chunks=1,
-            link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", anchor_dense=0.0, anchor_lexical=0.0,
+            link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", query_features="off", anchor_dense=0.0, anchor_lexical=0.0, prior_test=1.0, prior_example=1.0, prior_doc=1.0,
     )
     return c, p
 

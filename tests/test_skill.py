@@ -145,7 +145,7 @@ def test_the_skills_drift_and_error_advice_holds(corpus, capsys):
 
 
 def test_the_skill_is_in_the_package_data():
-    # The wheel carries it (scripts/check_wheel.sh checks the built wheel; this checks the declaration).
+    # The wheel carries it (scripts/check/check_wheel.sh checks the built wheel; this checks the declaration).
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert '"agent/SKILL.md"' in pyproject
     assert skill_text().startswith("---\nname: ragx\n")

@@ -124,7 +124,7 @@ def test_eval_snapshots_replays_indexes_incrementally_and_pools(data, tmp_path, 
     assert set(repo["metrics"]) == {"Acc@1", "Acc@5", "Acc@10", "R@5", "R@10", "MRR"}
     assert [d["dataset"] for d in doc["pooled"]] == ["pooled train", "pooled test"]
     assert doc["pooled"][0]["n_queries"] == 2 and "default" in doc["pooled"][0]["comparisons"]["configs"]
-    assert repo["top_files"]["bm25-ref"]["acme__web-1"][0] == "pkg/cookies.py"
+    assert next(iter(repo["top_files"]["bm25-ref"]["acme__web-1"])) == "pkg/cookies.py"
     again = json.loads(call(capsys, "eval", "snapshots", str(data), "--cache", str(cache), "--json")[1])
     first_again = again["steps"]["acme/web"][0]
     assert not first_again["fresh"]   # the cached working folder is reused; walking back re-embeds nothing

@@ -18,7 +18,7 @@ MEASURES = {"nDCG@10": nDCG @ 10, "R@5": R @ 5, "R@10": R @ 10, "R@100": R @ 100
 DEPTH = 100
 _FILE_PARAMS = Params(top=10, dense_n=0, lexical_n=0, rrf_k=60.0, hops=0, decay=0.0, query_floor=0.0, max_frontier=0,
                       rerank_weight=0.0, heat_weight=0.0, dense_weight=1.0, lexical_weight=0.0, shortlist=0, file_chunks=1,
-                      link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", anchor_dense=0.0, anchor_lexical=0.0)
+                      link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", query_features="off", anchor_dense=0.0, anchor_lexical=0.0, prior_test=1.0, prior_example=1.0, prior_doc=1.0)
 
 Scorer = Callable[[Candidates], np.ndarray]
 

@@ -47,7 +47,7 @@ def hybrid(base: str = "rrf") -> Scorer:
 def heat(w: float, decay: float = 0.5, hops: int = 2, base: str = "rrf", seeds: int = 100) -> Scorer:
     p = Params(top=10, dense_n=seeds, lexical_n=seeds, rrf_k=60.0, hops=hops, decay=decay, query_floor=0.2,
                max_frontier=100000, rerank_weight=0.0, heat_weight=1.0, dense_weight=0.0, lexical_weight=0.0, shortlist=0, file_chunks=1,
-                      link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", anchor_dense=0.0, anchor_lexical=0.0)
+                      link_weight=0.0, min_dense_evidence=0.0, min_lexical_evidence=0.0, min_lexical_share=0.0, bm25_k1=1.2, bm25_b=0.75, bm25_variant="fts5", query_features="off", anchor_dense=0.0, anchor_lexical=0.0, prior_test=1.0, prior_example=1.0, prior_doc=1.0)
 
     def score(c: Candidates) -> np.ndarray:
         from ragx.scoring.fuse import rrf as seed_rrf

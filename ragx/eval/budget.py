@@ -61,14 +61,15 @@ def bm25_of_pass(configs: list[EvalConfig]) -> dict[str, Any]:
     BM25 (each configuration's own and its budget source's) must agree, since a pass scores BM25 once.
     A UsageError naming the configurations of each setting otherwise."""
     scoring = [(cfg.name, p) for cfg in configs for p in (cfg.params, source_params(cfg)) if p is not None and scores_bm25(p)]
-    found: dict[tuple[float, float, str], list[str]] = {}
+    found: dict[tuple[float, float, str, str], list[str]] = {}
     for name, p in scoring:
         names = found.setdefault(bm25_of(p), [])
         if name not in names:
             names.append(name)
     if len(found) > 1:
-        settings = "; ".join(f"k1={k1:g}, b={b:g}, {variant}: {', '.join(names)}" for (k1, b, variant), names in found.items())
-        raise UsageError("configs of one run must share bm25_k1/bm25_b/bm25_variant: one retrieval pass scores BM25 once; "
+        settings = "; ".join(f"k1={k1:g}, b={b:g}, {variant}, query_features={qf}: {', '.join(names)}"
+                             for (k1, b, variant, qf), names in found.items())
+        raise UsageError("configs of one run must share bm25_k1/bm25_b/bm25_variant/query_features: one retrieval pass scores BM25 once; "
                          f"run `ragx eval` once per setting ({settings})")
     return shared_bm25([p for _, p in scoring])
 

@@ -64,9 +64,9 @@ class EvalResult:
             }
         return out
 
-    def top_files(self, k: int) -> dict[str, dict[str, list[str]]]:
-        """Per config, per query: its k best files, best first."""
-        return {cfg: {qid: list(run)[:k] for qid, run in by_query.items()} for cfg, by_query in self.runs.items()}
+    def top_files(self, k: int) -> dict[str, dict[str, dict[str, float]]]:
+        """Per config, per query: its k best files with their scores, best first."""
+        return {cfg: {qid: dict(list(run.items())[:k]) for qid, run in by_query.items()} for cfg, by_query in self.runs.items()}
 
     def document(self, meta: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -25,7 +25,7 @@ from .metrics import CODE_METRIC_NAMES
 from .queries import LabelledQuery
 from .snapshots import Checkout, Instance, Move, bundle_path
 
-TOP = 10  # files kept per instance and configuration in the document, to read what ranked where
+TOP = 100  # files (with scores) kept per instance and configuration in the document: what ranked where
 
 
 def folder_for(cache: Path, repo: str) -> Path:

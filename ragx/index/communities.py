@@ -20,7 +20,7 @@ def leiden(ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, resolut
 
     `start`: the previous community of each id (NO_COMMUNITY: none), from which Leiden refines instead
     of starting from singletons. An incremental run passes it, so a small edit moves few chunks: over
-    five one-file edits of a 16,700-chunk index (scripts/bench_communities.py), the partition's
+    five one-file edits of a 16,700-chunk index (scripts/bench/bench_communities.py), the partition's
     adjusted Rand index against the one before was 0.71-0.80 from singletons and 0.97-0.998 refined,
     with a higher modularity at the end (0.882 against 0.874)."""
     out = np.full(len(ids), NO_COMMUNITY, dtype=np.int64)

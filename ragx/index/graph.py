@@ -11,7 +11,7 @@ thousands of chunks, quadratic for a full build of a large one (7.7e14 multiply-
 Above EXACT_MAX_PAIRS the lists are read from the HNSW index instead: each row asks it for
 ANN_CANDIDATES(k) neighbours, which are then re-scored exactly and cut to the top k exactly as the
 exact path cuts (same ties, same threshold), so every stored weight is still the exact cosine and only
-a neighbour HNSW misses can be missing (recall against the exact lists: scripts/bench_scale.py).
+a neighbour HNSW misses can be missing (recall against the exact lists: scripts/bench/bench_scale.py).
 """
 
 from __future__ import annotations

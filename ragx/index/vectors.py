@@ -11,7 +11,7 @@ written as float16 (before) is read as it is.
 A reader maps the file (usearch's "view") instead of loading it: opening costs milliseconds and a
 search reads only the pages of the nodes and vectors it visits, as clean page cache shared by every
 reader. hnswlib, used before, has no such mode: at 1M chunks it read its whole 1.6 GB file into
-private memory in ~1.7 s before the first answer (scripts/bench_ann.py). A writer's first change
+private memory in ~1.7 s before the first answer (scripts/bench/bench_ann.py). A writer's first change
 (`add`, `remove`) loads the file into memory, writable.
 
 A generation's HNSW file is written only when its base vectors are (snapshot.py): between two such

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..config import check_bound
 from ..errors import ConfigError, ProviderError
-from .base import ProgressFn, WordPieceCounter, check_batch
+from .base import ProgressFn, WordPieceCounter, check_batch, required
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -326,9 +326,7 @@ class OpenAIEmbedder:
         doc_input_type: str = "",
         query_input_type: str = "",
     ) -> None:
-        model = (model or "").strip()
-        if not model:
-            raise ValueError('engine "openai" needs embeddings.model: the model name the server serves')
+        model = required(model, 'engine "openai" needs embeddings.model: the model name the server serves')
         check_bound("embeddings.max_tokens", max_tokens)
         self.model = model
         self.base_url = resolve_base_url(base_url)

@@ -4,7 +4,7 @@ The variants are those Kamphuis, de Vries, Boytsov and Lin (ECIR 2020) compared,
 (k1 + 1) factor kept (bm25s leaves it out of Robertson's and Lucene's; rankings are the same). The
 "nothing relevant" thresholds were calibrated under "fts5" and do not carry to every other formula
 (under bm25+ far more off-topic queries pass: research/2026-12-04-bm25-variants.md); recalibrate
-with scripts/bench_no_match.py --bm25-variant. With N live chunks, df chunks holding the term, tf its
+with scripts/bench/bench_no_match.py --bm25-variant. With N live chunks, df chunks holding the term, tf its
 count in a chunk of L terms, avgdl the mean L, and K = k1 * (1 - b + b * L / avgdl):
 
     fts5    SQLite FTS5's bm25(), the default: log((N - df + 0.5) / (df + 0.5)), floored at 1e-6

@@ -15,6 +15,12 @@ import numpy as np
 from .bm25 import B, DEFAULT_VARIANT, K1
 
 
+# A file's role in a code repository (ragx/ingest/file_roles.py reads it from the path; role_prior weighs it).
+ROLE_SOURCE, ROLE_OTHER, ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC = 0, 1, 2, 3, 4
+# [search] query_features: "issues" reads a query that is a pasted issue for its prose and names (search/query_features.py).
+QUERY_FEATURES = ("off", "issues")
+
+
 @dataclass(frozen=True)
 class PassCaps:
     """The most any scoring run over this pass may ask for."""
@@ -26,6 +32,7 @@ class PassCaps:
     bm25_k1: float = K1  # BM25's parameters: the lexical scores of a pass are made with them
     bm25_b: float = B
     bm25_variant: str = DEFAULT_VARIANT
+    query_features: str = "off"  # what BM25 searches with: "off" the query's words, "issues" search/query_features.py
 
     def covers(self, other: "PassCaps") -> bool:
         """Whether a pass under these caps holds everything a pass under `other` would (so scoring
@@ -50,18 +57,18 @@ class PassCaps:
         )
 
 
-def bm25_of(x) -> tuple[float, float, str]:
-    """How params or caps score BM25: (k1, b, variant)."""
-    return x.bm25_k1, x.bm25_b, x.bm25_variant
+def bm25_of(x) -> tuple[float, float, str, str]:
+    """How params or caps score BM25: (k1, b, variant, query_features)."""
+    return x.bm25_k1, x.bm25_b, x.bm25_variant, x.query_features
 
 
 def shared_bm25(items) -> dict[str, Any]:
     """The one (k1, b, variant) that params or caps share: a pass scores BM25 one way (ValueError otherwise)."""
     found = {bm25_of(x) for x in items}
     if len(found) > 1:
-        raise ValueError(f"one retrieval pass cannot score BM25 with different parameters: (k1, b, variant) in {sorted(found)}")
-    k1, b, variant = found.pop() if found else (K1, B, DEFAULT_VARIANT)
-    return {"bm25_k1": k1, "bm25_b": b, "bm25_variant": variant}
+        raise ValueError(f"one retrieval pass cannot score BM25 with different parameters: (k1, b, variant, query_features) in {sorted(found)}")
+    k1, b, variant, features = found.pop() if found else (K1, B, DEFAULT_VARIANT, "off")
+    return {"bm25_k1": k1, "bm25_b": b, "bm25_variant": variant, "query_features": features}
 
 
 @dataclass
@@ -96,6 +103,9 @@ class Candidates:
     # The most BM25 could give one chunk on the query's words (0: not known, an index without
     # postings): the "nothing relevant" rule reads the best score as a share of it.
     lexical_ceiling: float = 0.0
+    # int8 per node: its file's role (ragx/ingest/file_roles.py: 0 source, 1 other, 2 test, 3 example,
+    # 4 doc); None (the default) reads as "other" everywhere, which no role prior weighs.
+    file_role: np.ndarray = field(default=cast(np.ndarray, None))
 
     def __post_init__(self):
         if self.rerank is None:
@@ -104,6 +114,8 @@ class Candidates:
             self.anchor_sim = np.full(len(self.nodes), np.nan, dtype=np.float32)
         if self.anchor_lexical is None:
             self.anchor_lexical = np.zeros(len(self.nodes))
+        if self.file_role is None:
+            self.file_role = np.full(len(self.nodes), ROLE_OTHER, dtype=np.int8)
 
     def cache_row(self) -> dict:
         """The fields a pass cache stores, as plain lists (see CACHE_COLUMNS)."""
@@ -129,6 +141,7 @@ CACHE_COLUMNS = {
     "weight": np.float64,
     "anchor_sim": np.float32,
     "anchor_lexical": np.float64,
+    "file_role": np.int8,
 }
 CACHED_APART = ("query", "variants", "dense_ids", "caps", "link_pairs", "qid", "lexical_ceiling")
 NOT_CACHED = ("rerank", "rerank_model", "notes")

@@ -34,14 +34,19 @@ class Params:
     bm25_k1: float           # BM25 term-frequency saturation (FTS5's bm25(): 1.2)
     bm25_b: float            # BM25 length normalisation, 0..1 (FTS5's bm25(): 0.75)
     bm25_variant: str        # BM25's formula: "fts5" (FTS5's bm25()), "lucene", "atire", "bm25l", "bm25+" (ragx/scoring/bm25.py)
+    query_features: str      # "issues": BM25 reads a pasted issue for its prose and code names (search/query_features.py); "off"
     anchor_dense: float      # share of the dense signal taken by anchor evidence, 0..1 (0 = off): (1 - a) * cosine + a * max(cosine, best anchor cosine of its file)
     anchor_lexical: float    # the same for BM25 over the file's anchor document, both scaled by their best candidate (0 = off)
+    prior_test: float        # a test file's candidates weigh this much (0..1, 1 = off) where source code is among the candidates
+    prior_example: float     # the same for examples
+    prior_doc: float         # the same for docs (markdown, text, files under docs/): README, agent files
 
     def caps(self) -> "PassCaps":
         """The retrieval pass these params need."""
         from .candidates import PassCaps
 
-        return PassCaps(self.dense_n, self.lexical_n, self.hops, self.query_floor, self.bm25_k1, self.bm25_b, self.bm25_variant)
+        return PassCaps(self.dense_n, self.lexical_n, self.hops, self.query_floor, self.bm25_k1, self.bm25_b, self.bm25_variant,
+                        self.query_features)
 
     def replace(self, **changes) -> "Params":
         return dataclasses.replace(self, **changes)

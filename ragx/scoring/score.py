@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .candidates import Candidates
+from .candidates import ROLE_DOC, ROLE_EXAMPLE, ROLE_SOURCE, ROLE_TEST, Candidates
 from .fuse import rrf
 from .params import Params
 from .traverse import Trace, propagate
@@ -134,6 +134,7 @@ def score(c: Candidates, p: Params, prepared: Prepared | None = None) -> Ranking
     else:
         values = pr.pre
     values = link_boost(c.file_ids[cand], values, c.link_pairs, p.link_weight)
+    values = role_prior(c.file_role[cand], values, p)
     out = np.full(len(c.nodes), np.nan)
     out[cand] = values
     return Ranking(_ranked(c, cand, values), out, pr.fused, pr.trace, reranked)
@@ -155,3 +156,14 @@ def link_boost(file_ids: np.ndarray, values: np.ndarray, pairs: np.ndarray | Non
     np.maximum.at(neighbour, a, np.maximum(best[b], 0.0))
     np.maximum.at(neighbour, b, np.maximum(best[a], 0.0))
     return values + weight * neighbour[inv]
+
+
+def role_prior(roles: np.ndarray, values: np.ndarray, p: Params) -> np.ndarray:
+    """Each candidate's value times its file role's weight (tests, examples, docs: p.prior_*), where
+    source code is among the candidates. Where none is (a notes folder, a docs site), nothing changes:
+    the weights say what answers a question about code, not how prose files rank among themselves."""
+    if not len(roles) or not (roles == ROLE_SOURCE).any():
+        return values
+    weights = np.ones(ROLE_DOC + 1)
+    weights[[ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC]] = p.prior_test, p.prior_example, p.prior_doc
+    return values * weights[roles]

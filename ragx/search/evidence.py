@@ -17,7 +17,7 @@ This test looks at three absolute signals of the retrieval pass instead:
 A query has a match when ANY signal reaches its threshold (`Params.min_dense_evidence`,
 `min_lexical_evidence`, `min_lexical_share`). A threshold of 0 passes every query, so any one at 0
 turns the test off; `min_lexical_share = 1` turns off that signal alone (a share reaches 1 only in
-the limit, or at bm25_k1 = 0). The thresholds are calibrated on train splits (scripts/bench_no_match.py), and
+the limit, or at bm25_k1 = 0). The thresholds are calibrated on train splits (scripts/bench/bench_no_match.py), and
 `ragx query` exits 1 with an empty result (the JSON's `evidence` says why) when all three fall short.
 """
 

@@ -16,6 +16,7 @@ from ..index.vectors import rescore_pool
 from ..lookup import find_sorted, unique_ids  # unique_ids, not np.unique: see there
 from ..scoring.candidates import Candidates, PassCaps
 from .lexical import bm25_leg
+from .query_features import ISSUES, lexical_text
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -90,7 +91,8 @@ def retrieval_pass(
     """`query_vecs` row 0 is the query's own vector; further rows are expansion variants'.
     `allowed`: sorted snapshot rows a filter (--tag, --path) keeps; None = every row."""
     dense_ids = _dense_seeds(snap, query_vecs, caps.dense_n, allowed)
-    lex_all_ids, lex_all_scores, lexical_ceiling = bm25_leg(snap, store, query, caps.bm25_k1, caps.bm25_b, caps.bm25_variant)
+    searched = lexical_text(query) if caps.query_features == ISSUES else query
+    lex_all_ids, lex_all_scores, lexical_ceiling = bm25_leg(snap, store, searched, caps.bm25_k1, caps.bm25_b, caps.bm25_variant)
     if allowed is not None:
         keep = np.isin(lex_all_ids, snap.ids[allowed])
         lex_all_ids, lex_all_scores = lex_all_ids[keep], lex_all_scores[keep]

@@ -39,6 +39,7 @@ from .evidence import Verdict, judge
 from .expand import query_vectors
 from .filters import Filters, allowed_files, allowed_rows
 from .anchor_signals import anchor_signals
+from .file_roles import file_roles
 from .link_edges import NO_PAIRS, file_link_pairs
 from .results import QueryOptions, chunks_document, describe_evidence, files_document
 from .retrieve import retrieval_pass
@@ -161,6 +162,7 @@ class Searcher:
         c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
         c.link_pairs = file_link_pairs(self.store, c.file_ids) if link_edges else NO_PAIRS
         c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0])
+        c.file_role = file_roles(self.store, c.file_ids)
         return c
 
     def corpus_verdict(self, query: str, qvec: np.ndarray, snap: Snapshot, params: Params) -> Verdict:
@@ -237,5 +239,5 @@ def emptied(c: Candidates) -> Candidates:
         c, dense_ids=[none for _ in c.dense_ids], lexical_ids=none, nodes=none, file_ids=none,
         qsim=np.empty(0, np.float32), lexical=np.empty(0), indptr=np.zeros(1, np.int64), nbr=none,
         weight=np.empty(0), rerank=np.empty(0), link_pairs=NO_PAIRS,
-        anchor_sim=np.empty(0, np.float32), anchor_lexical=np.empty(0),
+        anchor_sim=np.empty(0, np.float32), anchor_lexical=np.empty(0), file_role=np.empty(0, np.int8),
     )
