@@ -29,7 +29,7 @@ from ragx.scoring import bm25
 from ragx.index import fts_tokens, identifiers
 from ragx.index.fts_tokens import shared
 from ragx.ingest.chunk import ChunkSettings, chunk_text
-from ragx.search.lexical import STOPWORDS, bm25_words, query_words
+from ragx.search.lexical import STOPWORDS, bm25_terms, query_words
 
 DATA = Path(os.environ.get("RAGX_DATA", "/work/shared/data"))
 SETS = ("scifact", "cranfield", "musique-small", "dendron-vault")
@@ -68,7 +68,7 @@ def terms(text: str, s: Setup, stop: frozenset, repeats: bool = True) -> list[st
     if s.words in ("pieces", "pieces+ids"):  # ragx's own cut: white-space pieces through FTS5 (query: its words)
         if stop is s.doc_stop:
             return shared().of_words(text.split())
-        return shared().of_words(bm25_words(text) if s.words == "pieces+ids" else query_words(text))
+        return bm25_terms(text) if s.words == "pieces+ids" else shared().of_words(query_words(text))
     words = [w for w in _WORDS[s.words].findall(text.lower()) if w not in stop]
     if not repeats:
         words = list(dict.fromkeys(words))

@@ -3,7 +3,7 @@
 For each instance of a split: its tree (git archive of its tag), every file ragx would index, chunked
 with today's column-0 chunker or by syntax (ragx/ingest/code.py), BM25 postings with FTS5's terms or with
 identifiers' parts and joined forms added (ragx/index/identifiers.py); the issue text as the query
-(old: `query_words`, new: `bm25_words`); a file scores its best chunk (k1 1.2, b 0.75, FTS5's idf).
+(old: `query_words`, new: `bm25_terms`); a file scores its best chunk (k1 1.2, b 0.75, FTS5's idf).
 Acc@k (the gold file within the top k; one gold file per instance) and MRR, paired tests against
 old/old. No embedding: the dense leg is measured by `ragx eval` over the snapshots.
 
@@ -49,6 +49,8 @@ VARIANTS = {"ident": identifiers.with_identifier_parts,
             "camel": lambda piece: " ".join([piece, *_camel_only(piece)])}
 if os.environ.get("CODE_BM25_VARIANTS"):  # the identifier variants, each with syntax chunks
     SETTINGS = {"syntax/old": (True, False), **{f"syntax/{v}": (True, v) for v in VARIANTS}}
+if os.environ.get("CODE_BM25_IDENT_ONLY"):  # identifier terms alone, with syntax chunks
+    SETTINGS = {"syntax/old": (True, False), "syntax/ident": (True, True)}
 
 
 def tree(instance: dict) -> Path:
@@ -88,8 +90,8 @@ def rank(files: list[tuple[str, bytes, str]], query: str, syntax: bool, ident: b
                 owner.append(i)
         ids = np.arange(len(texts))
         lexicon = Lexicon(LexiconPart.build(ids, texts), LexiconPart.empty(), ids)
-        words = lexical.bm25_words(query) if ident else lexical.query_words(query)
-        hit, scores = lexicon.matches(fts_tokens.shared().of_words(words))
+        terms = lexical.bm25_terms(query) if ident else fts_tokens.shared().of_words(lexical.query_words(query))
+        hit, scores = lexicon.matches(terms)
     finally:
         code.definitions = original
         fts_tokens.with_identifier_parts = identifiers.with_identifier_parts

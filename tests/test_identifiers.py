@@ -9,7 +9,7 @@ import pytest
 from ragx.index.fts_tokens import shared
 from ragx.index.identifiers import identifier_parts
 from ragx.index.lexicon import Lexicon, LexiconPart
-from ragx.search.lexical import bm25_words
+from ragx.search.lexical import bm25_terms
 
 DOCS = {
     1: "def parse_args(argv):\n    return argv",
@@ -28,7 +28,7 @@ def lexicon():
 
 
 def ranked(lexicon: Lexicon, query: str) -> list[int]:
-    ids, scores = lexicon.matches(shared().of_words(bm25_words(query)))
+    ids, scores = lexicon.matches(bm25_terms(query))
     return [int(i) for i in ids[np.lexsort((ids, -scores))]]
 
 
@@ -60,9 +60,12 @@ def test_prose_pieces_gain_nothing(piece):
     assert identifier_parts(piece) == []
 
 
-def test_query_words_keep_identifiers_whole_and_drop_function_words():
-    assert bm25_words("How does parse_args read sys.argv in Flask.run?") == ["parse_args", "read", "sys.argv", "Flask.run"]
-    assert bm25_words("what is it") == ["what", "is", "it"]  # nothing but function words: kept
+def test_query_terms_add_each_identifier_term_once():
+    assert bm25_terms("How does parse_args read sys.argv?") == ["pars", "arg", "read", "sy", "argv", "parsearg", "sysargv"]
+    # a name repeated in many identifiers counts as often as the plain words say, no more
+    assert bm25_terms("admin_blueprint test_blueprint register_blueprint").count("blueprint") == 1
+    assert bm25_terms("what is it") == ["what", "is", "it"]  # nothing but function words: kept
+    assert bm25_terms("boundary layer flow") == shared().of_words(["boundary", "layer", "flow"])  # prose: as before
 
 
 def test_query_words_are_learnt_again_after_the_memory_is_full(monkeypatch):

@@ -1,9 +1,9 @@
 """The BM25 leg: every chunk matching a query's words, scored.
 
-A query's words (identifiers whole, other words at their punctuation; function words dropped unless
-nothing else is left) are OR-ed, cut into terms as documents are. A generation with postings
-(index/lexicon.py) is scored from them, with FTS5's terms and formula (or another BM25 variant:
-scoring/bm25.py); an older one asks the FTS5 table (same ranking,
+A query's words (letters and digits, lower-cased, function words dropped unless nothing else is left)
+are OR-ed, with the added terms of the identifiers it names (index/identifiers.py), once each. A
+generation with postings (index/lexicon.py) is scored from them, with FTS5's terms and formula (or
+another BM25 variant: scoring/bm25.py); an older one asks the FTS5 table for the words (same ranking,
 k1 = 1.2, b = 0.75 and FTS5's variant fixed there).
 """
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
+from ..index.identifiers import identifier_parts
 from ..scoring.bm25 import B, DEFAULT_VARIANT, K1
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,19 +43,22 @@ def query_words(text: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS] or words
 
 
-# A query's words as BM25 reads them: an identifier whole (parse_args, click.core.Context.invoke), any other
-# word at its punctuation. Their terms come from the documents' own tokenizer (index/fts_tokens.py), which
-# adds an identifier's parts and joined form (index/identifiers.py), so the case is kept until then.
-_BM25_WORD = re.compile(r"\w+(?:\.\w+)*", re.UNICODE)
+# An identifier as a query writes it (parse_args, parseArgs, click.core.Context.invoke): case kept.
+_IDENTIFIER = re.compile(r"\w+(?:\.\w+)*", re.UNICODE)
 
 
-def bm25_words(text: str) -> list[str]:
-    """The words BM25 searches for, each once (case aside), in the order written: function words dropped,
-    unless the query has nothing else."""
-    words: dict[str, str] = {}
-    for word in _BM25_WORD.findall(text):
-        words.setdefault(word.lower(), word)
-    return [w for low, w in words.items() if low not in STOPWORDS] or list(words.values())
+def bm25_terms(text: str) -> list[str]:
+    """The terms BM25 searches for: those of `query_words` (a stem two words share counts twice, as
+    before), then each identifier's added terms (its camel parts, its joined form: index/identifiers.py),
+    each once and only if not already there. Once, because a pasted issue repeats one name in many
+    identifiers (admin_blueprint, register_blueprint, ...): counting `blueprint` for each would let one
+    word outweigh the rest of the query (flask-5063 fell from rank 1 to 13 on the BM25 leg)."""
+    tokens = shared()
+    terms = tokens.of_words(query_words(text))
+    names = dict.fromkeys(w for w in _IDENTIFIER.findall(text) if w.lower() not in STOPWORDS)
+    have = set(terms)
+    added = [t for t in dict.fromkeys(tokens.of_words([p for w in names for p in identifier_parts(w)])) if t not in have]
+    return terms + added
 
 
 def only_function_words(text: str) -> bool:
@@ -65,7 +69,7 @@ def only_function_words(text: str) -> bool:
 
 def fts5_any(words: list[str]) -> str:
     """An FTS5 expression matching any of `words`. Inside double quotes FTS5 reads a string (a phrase),
-    never syntax; a word (letters, digits, underscores, dots) holds no quote to escape."""
+    never syntax; a word (letters and digits) holds no quote to escape."""
     return " OR ".join(f'"{w}"' for w in words)
 
 
@@ -81,14 +85,14 @@ def bm25_leg(snap: "Snapshot", store: "Store", text: str, k1: float = K1, b: flo
     """`bm25_matches`, and the query's ceiling: the most BM25 could give one chunk on its words
     (index/lexicon.py `scored`); 0 for a generation without postings, whose FTS5 table does not tell
     its document frequencies."""
-    words = bm25_words(text)
+    words = query_words(text)
     if not words:
         return np.empty(0, np.int64), np.empty(0), 0.0
     if snap.lexicon is None and (k1, b, variant) != (K1, B, DEFAULT_VARIANT):
         raise ManifestMismatchError(f"bm25_k1 = {k1}, bm25_b = {b}, bm25_variant = {variant!r} need BM25 postings, "
                                     "which this index predates: run `ragx index`")
     if snap.lexicon is not None:
-        ids, scores, ceiling = snap.lexicon.scored(shared().of_words(words), k1, b, variant)
+        ids, scores, ceiling = snap.lexicon.scored(bm25_terms(text), k1, b, variant)
     else:
         ids, fts5_scores = store.bm25(fts5_any(words))
         scores, ceiling = -fts5_scores, 0.0  # FTS5's bm25() is lower-is-better
