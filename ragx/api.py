@@ -131,23 +131,10 @@ class Corpus:
 
         return run_doctor(self)
 
-    def query(
-        self,
-        text: str,
-        *,
-        top: int | None = None,
-        files_only: bool = False,
-        explain: bool = False,
-        graph: bool | None = None,
-        lexical: bool = True,
-        rerank: bool = True,
-        expand: bool = True,
-        params: Params | None = None,
-        time: Any = None,
-        tags: tuple[str, ...] = (),
-        path_glob: str | None = None,
-        evidence_check: bool = True,
-    ) -> dict[str, Any]:
+    def query(self, text: str, *, top: int | None = None, files_only: bool = False, explain: bool = False,
+              graph: bool | None = None, lexical: bool = True, rerank: bool = True, expand: bool = True,
+              params: Params | None = None, time: Any = None, tags: tuple[str, ...] = (), path_glob: str | None = None,
+              evidence_check: bool = True) -> dict[str, Any]:
         """One query; the payload of a ragx.query.v1 (or, with files_only, ragx.files.v1) document.
 
         `time` (file_context.TimeOptions): --since/--until filters and --recent/--oldest boosts. Every

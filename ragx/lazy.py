@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from types import ModuleType
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
 def lazy_module(name: str) -> ModuleType:
@@ -38,3 +42,16 @@ def load_now(module: ModuleType) -> ModuleType:
     """Finish loading a module `lazy_module` returned (a no-op for one already loaded)."""
     getattr(module, "__name__")  # noqa: B009 - any attribute read runs the deferred import
     return module
+
+
+def once(owner: object, attr: str, lock: threading.Lock, make: Callable[[], T]) -> T:
+    """`owner.<attr>`, built by `make()` the first time any thread asks for it (checked again under
+    `lock`, so two threads never build it twice; once built, no call takes the lock)."""
+    value = getattr(owner, attr)
+    if value is None:
+        with lock:
+            value = getattr(owner, attr)
+            if value is None:
+                value = make()
+                setattr(owner, attr, value)
+    return value

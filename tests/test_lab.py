@@ -84,30 +84,30 @@ def test_offline_rescoring_of_reranked_configs_is_digit_exact_against_live_eval(
     computes no cross-encoder pair at all (its shortlists are exactly the first one's)."""
     fresh, queries, (passes, meta) = reranked
     corpus = fresh(f"scores-{first}")
-    scorer = shortlist_scorer(corpus, corpus.root)
+    scorer = shortlist_scorer(corpus)
     assert scorer is not None and corpus.rerank_scores.name == f"scores-{first}.sqlite"  # the lab keeps an explicit path
     qrels = {q.id: q.files for q in queries}
     for spec in RERANKED:
         cfg = parse_config(spec, corpus.settings.search)
         if first == "offline":
             offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
-            computed = scorer.computed
+            computed = scorer.reranker.computed
             live = run_eval(corpus.searcher, queries, [cfg])
-            assert scorer.computed == computed, spec  # the live shortlists were all in the cache
+            assert scorer.reranker.computed == computed, spec  # the live shortlists were all in the cache
         else:
             live = run_eval(corpus.searcher, queries, [cfg])
-            computed = scorer.computed
+            computed = scorer.reranker.computed
             offline = rescore(passes, cfg.params, qrels, meta["paths"], scorer)
-            assert scorer.computed == computed, spec
+            assert scorer.reranker.computed == computed, spec
         assert offline.runs == live.runs[cfg.name], spec
         assert offline.per_query == live.file_per_query[cfg.name], spec
         assert offline.means == live.file_means[cfg.name], spec
         doc = corpus.evaluate(queries, [cfg])  # the facade `ragx eval` calls: same means, nothing new scored
-        assert doc["files"]["means"][cfg.name] == offline.means and scorer.computed == computed, spec
+        assert doc["files"]["means"][cfg.name] == offline.means and scorer.reranker.computed == computed, spec
         assert doc["rerank_pairs"]["computed"] == 0 and doc["rerank_pairs"]["cached"] > 0, spec
         plain = rescore(passes, cfg.params.replace(rerank_weight=0.0), qrels, meta["paths"])
         assert plain.runs != offline.runs, spec  # the cross-encoder really moved the ranking
-    assert scorer.computed > 0 and scorer.hits > 0
+    assert scorer.reranker.computed > 0 and scorer.reranker.hits > 0
 
 
 def test_stale_cache_is_refused(setup, tmp_path):
@@ -189,7 +189,11 @@ def test_a_rerank_sweep_computes_no_cross_encoder_pair_on_its_second_run(tmp_pat
     trials = [t.params for t in first["study"].trials], [t.params for t in again["study"].trials]
     assert trials[0] == trials[1] and any(p["rerank_weight"] > 0.2 for p in trials[0])
     assert len({p["shortlist"] for p in trials[0]}) > 3  # the shortlist really varied
-    assert (tmp_path / "cache" / "passes" / "rerank-scores.sqlite").exists()
+    from ragx.models.rerank_cache import default_score_path
+
+    # one score cache for every caller: the file `ragx eval`, queries and the MCP server use, none of the lab's own
+    assert default_score_path().is_relative_to(tmp_path / "ragx-cache") and default_score_path().exists()
+    assert not list((tmp_path / "cache").rglob("*.sqlite"))
     values = [t.value for t in first["study"].trials], [t.value for t in again["study"].trials]
     assert values[0] == values[1]  # cached scores: the same objective, digit for digit
 

@@ -124,3 +124,4 @@ def test_the_import_scan_sees_an_old_name(tmp_path, monkeypatch):
     assert (3, "ragx.scoring.fuse") in names
     with pytest.raises(AssertionError, match="ragx.search.params"):
         test_no_moved_module_is_imported_anywhere()
+

@@ -224,3 +224,33 @@ def test_a_raw_session_in_a_subprocess_answers_each_request_once(tmp_path):
     assert by_id[4]["result"]["structuredContent"]["new"] == by_id[2]["result"]["structuredContent"]["drift"]["new"]
     assert by_id[5]["result"]["structuredContent"]["drift"]["new"] == 0
     assert by_id[6]["result"] == by_id[1]["result"] == fast.static()["tools/list"]  # the fast path's (1), then the SDK's (6)
+
+
+def test_the_tool_list_and_a_first_search_need_no_sdk(tmp_path):
+    """A server whose SDK cannot even be imported still lists its tools and answers a first search."""
+    from test_mcp import _code
+
+    root = mcp_corpus(tmp_path)
+    import fakes_registration  # noqa: F401
+
+    from ragx.mcp.service import Service
+
+    service = Service(root)
+    service.index()
+    service.close()
+    prelude = ("import sys\nsys.modules['mcp'] = None  # `import mcp` raises ImportError\nimport fakes_registration\n"
+               "import ragx.mcp.stdio\nragx.mcp.stdio.SDK_AFTER = 600  # however slow the machine, no idle-time load first\n")
+    lines = _raw([*reference.handshake(), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, _call(2, "search", {"query": "telescope orbit"})])
+    proc = subprocess.Popen([sys.executable, "-c", _code(root, prelude=prelude)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=os.environ | _env())
+    answers = []
+    for line in lines:
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        if b'"id"' in line:
+            answers.append(json.loads(proc.stdout.readline()))
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    assert [a["id"] for a in answers] == [0, 1, 2]
+    assert answers[1]["result"] == fast.static()["tools/list"]
+    assert answers[2]["result"]["structuredContent"]["results"] and not answers[2]["result"]["isError"]

@@ -9,6 +9,7 @@ any point leaves at most an orphan folder, which the next run deletes.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import INDEX_DIR
-from ..errors import IndexBusyError
+from ..errors import IndexBusyError, StorageError
 
 
 @dataclass(frozen=True)
@@ -40,16 +41,41 @@ class Layout:
         return self.db.exists()
 
     @contextmanager
-    def writer_lock(self) -> Iterator[None]:
-        """Exclusive lock for an index run; released by the OS if the process dies."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.ignore_in_git()
-        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    def writer_lock(self, writer: str = "ragx index") -> Iterator[None]:
+        """Exclusive lock for an index run (or another `writer`); released by the OS if the process dies."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.ignore_in_git()
+            fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise StorageError(f"`{writer}` cannot write {self.dir} ({(exc.strerror or 'denied').lower()}): it needs that folder "
+                               "writable; searching works without (query, status, MCP); nothing indexed was lost") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise IndexBusyError(f"another `ragx index` is running on {self.root}") from None
+            yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def reader_lock(self) -> Iterator[None]:
+        """Shared lock for a reader that must see one generation's files throughout (export): no
+        index run starts meanwhile. Taken on a read-only descriptor, so it works in a folder this
+        process cannot write (where no index run can start either, and no lock file may exist)."""
+        try:
+            fd = os.open(self.dir / "lock", os.O_RDONLY)
+        except FileNotFoundError:
+            yield
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexBusyError(f"`ragx index` is running on {self.root}: try again when it finishes") from None
             yield
         finally:
             os.close(fd)

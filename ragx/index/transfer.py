@@ -40,6 +40,7 @@ import os
 import shutil
 import sqlite3
 import tarfile
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -68,7 +69,7 @@ REQUIRED = MEMBERS - {f"gen/{name}" for name in GEN_OPTIONAL}
 
 
 def export_index(corpus, target: Path, *, force: bool = False) -> dict[str, Any]:
-    """Write `corpus`'s committed index to `target` (holding the writer lock, so no run changes it meanwhile).
+    """Write `corpus`'s committed index to `target` (holding a shared lock, so no run changes it meanwhile).
 
     `target` is an absolute, resolved path; an existing file there is replaced only with `force`.
     """
@@ -76,10 +77,8 @@ def export_index(corpus, target: Path, *, force: bool = False) -> dict[str, Any]
     if not layout.exists():
         raise NoIndexError(f"no index in {layout.root}: run `ragx index`")
     _check_target(corpus, target, force=force)
-    with layout.writer_lock():
-        work = layout.dir / f"tmp-gen-export-{os.getpid()}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir()
+    with layout.reader_lock():  # staged beside the target: .ragx may be read-only
+        work = Path(tempfile.mkdtemp(prefix=".ragx-export-", dir=target.parent))
         try:
             copy = work / DB
             store = Store(layout.db, readonly=True)
@@ -453,7 +452,7 @@ def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]
     wanted = index_identity(corpus.settings, corpus.embedder)
     check_identity(peek_fingerprint(source), wanted)  # before writing anything
     layout.dir.mkdir(parents=True, exist_ok=True)
-    with layout.writer_lock():
+    with layout.writer_lock("ragx import"):
         work = layout.dir / IMPORT_TEMP.format(pid=os.getpid())
         shutil.rmtree(work, ignore_errors=True)
         try:

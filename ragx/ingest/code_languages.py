@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
+def _named(*node_types: str) -> str:
+    """Query lines matching each node type by its `name` field: the common shape of a definition."""
+    return "".join(f"({t} name: (_) @name) @def\n" for t in node_types)
+
+
 _C_DEFS = """
 (function_definition declarator: (function_declarator declarator: (_) @name)) @def
 (function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (_) @name))) @def
@@ -19,25 +25,15 @@ _C_DEFS = """
 (type_definition declarator: (type_identifier) @name) @def
 """
 
-_JS_DEFS = """
-(function_declaration name: (_) @name) @def
-(generator_function_declaration name: (_) @name) @def
-(class_declaration name: (_) @name) @def
-(method_definition name: (_) @name) @def
+_JS_DEFS = _named("function_declaration", "generator_function_declaration", "class_declaration", "method_definition") + """
 (lexical_declaration (variable_declarator name: (identifier) @name
     value: [(arrow_function) (function_expression) (generator_function) (class)] @value)) @def
 (variable_declaration (variable_declarator name: (identifier) @name
     value: [(arrow_function) (function_expression) (generator_function) (class)] @value)) @def
 """
 
-_TS_DEFS = _JS_DEFS + """
-(abstract_class_declaration name: (_) @name) @def
-(interface_declaration name: (_) @name) @def
-(enum_declaration name: (_) @name) @def
-(type_alias_declaration name: (_) @name) @def
-(internal_module name: (_) @name) @def
-(function_signature name: (_) @name) @def
-"""
+_TS_DEFS = _JS_DEFS + _named("abstract_class_declaration", "interface_declaration", "enum_declaration", "type_alias_declaration",
+                              "internal_module", "function_signature")
 
 _SLASH_COMMENTS = ("//", "/*", "*")
 
@@ -54,11 +50,7 @@ class Grammar:
 GRAMMARS: dict[str, Grammar] = {
     "python": Grammar(
         "tree_sitter_python", "language",
-        """
-        (function_definition name: (_) @name) @def
-        (class_definition name: (_) @name) @def
-        """,
-        wrappers=("decorated_definition",), comments=("#",)),
+        _named("function_definition", "class_definition"), wrappers=("decorated_definition",), comments=("#",)),
     "javascript": Grammar("tree_sitter_javascript", "language", _JS_DEFS, wrappers=("export_statement",)),
     "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS, wrappers=("export_statement",)),
     "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, wrappers=("export_statement",)),
@@ -74,29 +66,13 @@ GRAMMARS: dict[str, Grammar] = {
         """),
     "rust": Grammar(
         "tree_sitter_rust", "language",
-        """
-        (function_item name: (_) @name) @def
-        (function_signature_item name: (_) @name) @def
-        (struct_item name: (_) @name) @def
-        (enum_item name: (_) @name) @def
-        (union_item name: (_) @name) @def
-        (trait_item name: (_) @name) @def
-        (impl_item type: (_) @name) @def
-        (mod_item name: (_) @name body: (_)) @def
-        (macro_definition name: (_) @name) @def
-        """,
+        _named("function_item", "function_signature_item", "struct_item", "enum_item", "union_item", "trait_item")
+        + "(impl_item type: (_) @name) @def\n(mod_item name: (_) @name body: (_)) @def\n" + _named("macro_definition"),
         comments=("//", "/*", "*", "#[")),
     "java": Grammar(
         "tree_sitter_java", "language",
-        """
-        (class_declaration name: (_) @name) @def
-        (interface_declaration name: (_) @name) @def
-        (enum_declaration name: (_) @name) @def
-        (record_declaration name: (_) @name) @def
-        (annotation_type_declaration name: (_) @name) @def
-        (method_declaration name: (_) @name) @def
-        (constructor_declaration name: (_) @name) @def
-        """,
+        _named("class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
+               "annotation_type_declaration", "method_declaration", "constructor_declaration"),
         comments=("//", "/*", "*", "@")),
     "c": Grammar("tree_sitter_c", "language", _C_DEFS),
     "cpp": Grammar(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -454,13 +454,9 @@ class _Walker:
         if self.exclude is not None and self.exclude.match_file(rel_dir):
             return
         if is_link:
-            real = self.link_target(entry.path, rel)
-            if real is None:
-                return
-            if real in ancestors:
-                self.problem(rel, "symlink cycle")
-                return
-            self.links.append(_Queued(entry.path, real, rel_dir, levels, ancestors))
+            real = self.followed(entry, rel, lambda real: "symlink cycle" if real in ancestors else None)
+            if real is not None:
+                self.links.append(_Queued(entry.path, real, rel_dir, levels, ancestors))
             return
         real = os.path.join(dir_real, entry.name)
         if real in self.walked:  # a real folder inside a linked one, reached by an earlier link already
@@ -505,17 +501,26 @@ class _Walker:
             for rel, own in indexed_as.items():
                 self.skip(rel, f"a link to a file already indexed as {own}")
 
+    def followed(self, entry, rel: str, fault: Callable[[str], str | None]) -> str | None:
+        """A link's real target, or None when it is not followed: link_target said why, or `fault(real)`
+        names a problem (a cycle, a broken link), said here."""
+        real = self.link_target(entry.path, rel)
+        if real is None:
+            return None
+        problem = fault(real)
+        if problem is not None:
+            self.problem(rel, problem)
+            return None
+        return real
+
     def visit_file(self, entry, name, rel, levels, is_link, st) -> None:
         """Record a candidate file (or a broken link, a fifo, a socket, a device), or say why not."""
         settings = self.settings
         if not self.candidate_file(rel, name, levels):
             return
         if is_link:
-            real = self.link_target(entry.path, rel)
+            real = self.followed(entry, rel, lambda _real: "broken symlink" if st is None else None)
             if real is None:
-                return
-            if st is None:
-                self.problem(rel, "broken symlink")
                 return
             self.file_links[rel] = real
         else:

@@ -26,7 +26,7 @@ else:  # registering an engine (registry.py) must not load numpy for `ragx statu
 
     np = lazy_module("numpy")
 
-__all__ = ["Embedder", "ProgressFn", "TokenCounter", "WordPieceCounter", "check_batch"]
+__all__ = ["Embedder", "ProgressFn", "TokenCounter", "WordPieceCounter", "check_batch", "required"]
 
 #: Called after each batch with the number of texts finished in that batch.
 ProgressFn = Callable[[int], None]
@@ -90,6 +90,14 @@ class Embedder(Protocol):
     def token_counter(self) -> TokenCounter:
         """The counter matching this embedder's tokenizer."""
         ...
+
+
+def required(name: str | None, missing: str) -> str:
+    """A model name a setting must give, stripped; ValueError(`missing`) when it is empty."""
+    name = (name or "").strip()
+    if not name:
+        raise ValueError(missing)
+    return name
 
 
 def check_batch(texts: Sequence[str], batch_size: int) -> int:

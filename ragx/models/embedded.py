@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lazy import once
 from .base import ProgressFn, WordPieceCounter, check_batch
 from .onnx_export import (
     INPUT_NAMES,
@@ -175,25 +176,20 @@ class EmbeddedEmbedder:
     # -- lazy resources -----------------------------------------------------------------------
 
     def _get_tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            with self._lock:
-                if self._tokenizer is None:
-                    from tokenizers import Tokenizer
+        return once(self, "_tokenizer", self._lock, self._create_tokenizer)
 
-                    tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                    # The file may ship fixed padding / a shorter truncation (all-MiniLM-L6-v2:
-                    # 128); we truncate at the model's real limit and pad per batch ourselves.
-                    tok.no_padding()
-                    tok.enable_truncation(max_length=self.max_tokens)
-                    self._tokenizer = tok
-        return self._tokenizer
+    def _create_tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        # The file may ship fixed padding / a shorter truncation (all-MiniLM-L6-v2:
+        # 128); we truncate at the model's real limit and pad per batch ourselves.
+        tok.no_padding()
+        tok.enable_truncation(max_length=self.max_tokens)
+        return tok
 
     def _get_session(self) -> Any:
-        if self._session is None:
-            with self._lock:
-                if self._session is None:
-                    self._session = self._create_session()
-        return self._session
+        return once(self, "_session", self._lock, self._create_session)
 
     def _create_session(self) -> Any:
         import onnxruntime as ort

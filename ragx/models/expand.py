@@ -27,6 +27,7 @@ import numpy as np
 
 from ..config import check_bound
 from ..errors import ProviderError
+from .base import required
 from .openai_engine import HTTPStatusError, JsonClient, one_line, resolve_base_url
 
 __all__ = ["ChatExpander", "Expansion", "ExpansionFormatError", "expansion_legs", "parse_answer", "prompt_hash"]
@@ -156,9 +157,7 @@ class ChatExpander:
         backoff: float = 0.5,
         cache: Any = None,
     ) -> None:
-        model = (model or "").strip()
-        if not model:
-            raise ValueError("expand.enabled is true but expand.model is empty: name the chat model the server serves")
+        model = required(model, "expand.enabled is true but expand.model is empty: name the chat model the server serves")
         check_bound("expand.variants", variants)
         self.model = model
         self.name = f"openai-chat:{model}"

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..config import check_bound
 from ..errors import ProviderError
+from .base import required
 
 __all__ = ["CrossEncoderReranker"]
 
@@ -45,9 +46,7 @@ class CrossEncoderReranker:
     """``score(query, texts)`` -> float64 relevance per text (higher is more relevant)."""
 
     def __init__(self, model: str, *, batch_size: int = 16, max_length: int = 512, device: str = "") -> None:
-        model = (model or "").strip()
-        if not model:
-            raise ValueError("rerank.model is empty (no reranker configured)")
+        model = required(model, "rerank.model is empty (no reranker configured)")
         check_bound("rerank.batch_size", batch_size)
         check_bound("rerank.max_length", max_length)
         self.model = model

@@ -101,11 +101,11 @@ class CachedReranker:
         self._reranker_id: int | None = None
         self._lock = threading.Lock()
 
-    def __repr__(self) -> str:
-        return f"CachedReranker({self.inner!r}, {str(self.path)!r})"
-
     def load(self) -> Any:
         return self.inner.load()
+
+    def __repr__(self) -> str:
+        return f"CachedReranker({self.inner!r}, {str(self.path)!r})"
 
     def _open(self) -> tuple[Any, int | None]:
         """The score file and this reranker's id in it, once (after the model loaded, so that a hub

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProviderError
-from .base import ProgressFn, WordPieceCounter, check_batch
+from ..lazy import once
+from .base import ProgressFn, WordPieceCounter, check_batch, required
 
 __all__ = ["SentenceTransformerEmbedder", "TokenizerCounter", "load_local_first", "quiet_transformers"]
 
@@ -87,9 +88,7 @@ class SentenceTransformerEmbedder:
     """:class:`~ragx.models.base.Embedder` backed by ``sentence_transformers.SentenceTransformer``."""
 
     def __init__(self, model: str, *, doc_prefix: str = "", query_prefix: str = "", device: str = "") -> None:
-        model = (model or "").strip()
-        if not model:
-            raise ValueError('engine "sentence-transformers" needs embeddings.model: a local directory or a hub name')
+        model = required(model, 'engine "sentence-transformers" needs embeddings.model: a local directory or a hub name')
         if model.startswith(("/", "./", "../", "~")) and _local_dir(model) is None:
             raise ValueError(f"embeddings.model {model!r} is not a directory")
         self.model = model
@@ -133,25 +132,24 @@ class SentenceTransformerEmbedder:
     # -- loading ------------------------------------------------------------------------------
 
     def _load(self) -> Any:
-        if self._st is None:
-            with self._lock:
-                if self._st is None:
-                    try:
-                        from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:
-                        raise ProviderError(
-                            f'engine "sentence-transformers" needs the package sentence-transformers ({exc}; pip install sentence-transformers)'
-                        ) from None
-                    try:
-                        with quiet_transformers():
-                            self._st = load_local_first(SentenceTransformer, self.model, device=self.device)
-                    except Exception as exc:  # noqa: BLE001 - any load failure is one line for the user
-                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                        raise ProviderError(
-                            f"sentence-transformers model {self.model} could not be loaded: {first} "
-                            "(check embeddings.model: a local directory, or a hub name reachable or cached)"
-                        ) from None
-        return self._st
+        return once(self, "_st", self._lock, self._load_model)
+
+    def _load_model(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ProviderError(
+                f'engine "sentence-transformers" needs the package sentence-transformers ({exc}; pip install sentence-transformers)'
+            ) from None
+        try:
+            with quiet_transformers():
+                return load_local_first(SentenceTransformer, self.model, device=self.device)
+        except Exception as exc:  # noqa: BLE001 - any load failure is one line for the user
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ProviderError(
+                f"sentence-transformers model {self.model} could not be loaded: {first} "
+                "(check embeddings.model: a local directory, or a hub name reachable or cached)"
+            ) from None
 
     # -- Embedder API -------------------------------------------------------------------------
 

@@ -42,14 +42,15 @@ QUERY_CHARS = 300
 
 
 def instances(data: Path, repos: list[str] | None) -> dict[str, list[dict]]:
-    """Instances per repository, in base-commit time order."""
+    """Instances per repository (in the order of `repos` when given), each in base-commit time order."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
     with open(data / "instances.jsonl", encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
             if not repos or row["repo"] in repos:
                 by_repo[row["repo"]].append(row)
-    return {repo: sorted(rows, key=lambda r: (r["base_commit_time"], r["instance_id"])) for repo, rows in sorted(by_repo.items())}
+    order = repos or sorted(by_repo)  # the order asked for (the longest history first, say), else by name
+    return {repo: sorted(by_repo[repo], key=lambda r: (r["base_commit_time"], r["instance_id"])) for repo in order if repo in by_repo}
 
 
 def archive(git_dir: Path, tag: str, target: Path) -> None:
@@ -135,7 +136,7 @@ def summary(results: list[dict]) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--repo", nargs="*", help="owner/name (default: all four)")
+    ap.add_argument("--repo", nargs="*", help="owner/name, replayed in this order (default: all four, by name)")
     ap.add_argument("--ragx", default=str(REPO / ".venv" / "bin" / "ragx"))
     ap.add_argument("--engine", choices=("real", "test-hash"), default="real",
                     help="test-hash: a hashing embedder instead of the model (a quick check of the replay itself)")

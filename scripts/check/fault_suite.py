@@ -111,11 +111,12 @@ class Suite:
     # ---- running the CLI -----------------------------------------------------------------------
     def ragx(self, *args: str, stdin: bytes | None = None, close_stdin: bool = False, cwd: Path | None = None,
              shell_prefix: str = "", user: str | None = None, env: dict | None = None, timeout: float = 300,
-             fresh: bool = False) -> Run:
-        """`fresh`: always a new process (cases that mount over .ragx: no connection may stay open)."""
-        if self.quick and stdin is None and not (close_stdin or cwd or shell_prefix or user or env or fresh):
+             fresh: bool = False, wrap: tuple[str, ...] = ()) -> Run:
+        """`fresh`: always a new process (cases that mount over .ragx: no connection may stay open).
+        `wrap`: a command the CLI runs under (e.g. setpriv dropping capabilities)."""
+        if self.quick and stdin is None and not (close_stdin or cwd or shell_prefix or user or env or fresh or wrap):
             return self._in_process(args)
-        argv = [*self.ragx_cmd, *args]
+        argv = [*wrap, *self.ragx_cmd, *args]
         if user:
             import pwd
 
@@ -372,6 +373,83 @@ def credentials(s: Suite) -> None:
     s.write_toml()
 
 
+class _EchoingServer:
+    """An OpenAI-compatible embeddings endpoint on 127.0.0.1 that wants one Authorization header and
+    refuses any other, quoting what it was sent (as real servers do with a wrong key)."""
+
+    def __init__(self, authorization: str, dim: int = 64):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        wanted = authorization
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                sent = self.headers.get("Authorization")
+                if sent != wanted:
+                    status, doc = 401, {"error": {"message": f"Incorrect API key provided: {sent}"}}
+                else:
+                    texts = body.get("input") or []
+                    texts = [texts] if isinstance(texts, str) else texts
+                    rows = np.random.default_rng(len(texts)).standard_normal((len(texts), dim))
+                    status, doc = 200, {"data": [{"index": i, "embedding": r.tolist()} for i, r in enumerate(rows)]}
+                raw = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@case("credentials-2", "roots")
+def credentials_2(s: Suite) -> None:
+    """Issue 42, item 4: a password in a base_url with a bad port, a key a server echoes back, and
+    user:password@ URLs that never authenticated."""
+    import base64
+
+    key, password = "sk-echo-5e3cf1d2a9b8", "pw-echo-77aa"
+    server = _EchoingServer("Basic " + base64.b64encode(f"alice:{password}".encode()).decode())
+    cases = [
+        ("password in a base_url without a port (http.client reads it as one)", "http://alice:s3cret-pw@127.0.0.1/v1", {}, 2, ("s3cret",)),
+        ("password in a base_url whose port is not a number", "http://alice:s3cret-pw@127.0.0.1:9x/v1", {}, 2, ("s3cret",)),
+        ("API key echoed by the server (HTTP 401)", server.url, {"OPENAI_API_KEY": key}, 2, (key, key[:10])),
+        ("user:password@ base_url against a live server (basic auth)", server.url.replace("//", f"//alice:{password}@"), {}, 0,
+         (password,)),
+    ]
+    try:
+        for label, url, extra_env, expect, secrets in cases:
+            s.write_toml()
+            (s.corpus / "ragx.toml").write_text('[embeddings]\nengine = "openai"\nmodel = "m"\n'
+                                               f'base_url = "{url}"\nmax_retries = 0\ntimeout = 5.0\n')
+            env = dict(s.env, **extra_env)
+            work = s.work / "credentials-corpus"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            (work / "ragx.toml").write_text((s.corpus / "ragx.toml").read_text())
+            (work / "a.md").write_text("# stars\n\ncomets and planets\n")
+            for args in (("index",), ("doctor",)):
+                run = s.ragx(*args, "--root", str(work), env=env)
+                want = expect if args[0] == "index" else run.code  # doctor: its verdict varies, its text must not leak
+                s.record(f"{label}: ragx {args[0]}", f"ragx {args[0]}", run, expect=want, absent=secrets, check_intact=False,
+                         note="never printed" if not any(x in run.out + run.err for x in secrets) else "SECRET PRINTED")
+    finally:
+        server.close()
+        s.write_toml()
+        shutil.rmtree(s.work / "credentials-corpus", ignore_errors=True)
+
+
 # --------------------------------------------------------------------------------------------
 # the disk (item 4)
 
@@ -439,6 +517,7 @@ def file_size_limit(s: Suite) -> None:
 def read_only(s: Suite) -> None:
     undo = _change_a_file(s)
     problem = None if os.geteuid() == 0 else "needs root for a bind mount"
+    _as_a_clean_run_leaves_it(s)  # issue 42: with a -wal and -shm left, read-only reading always worked
     problem = problem or _mount("--bind", str(s.index_dir), str(s.index_dir))
     if problem is None:
         problem = _mount("-o", "remount,bind,ro", str(s.index_dir))
@@ -449,6 +528,11 @@ def read_only(s: Suite) -> None:
                 run = s.ragx("query", "wings", "--root", str(s.corpus), "--json", fresh=True)
                 s.record("read-only .ragx (ro bind mount)", "ragx query", run, expect=0, check_intact=False,
                          note="reading a read-only index works")
+                for args in (("status",), ("status", "--deep")):
+                    run = s.ragx(*args, "--root", str(s.corpus), fresh=True)
+                    s.record("read-only .ragx (ro bind mount)", "ragx " + " ".join(args), run, expect=0, check_intact=False)
+                s.record("read-only .ragx (ro bind mount)", "ragx mcp: tools/call search", mcp_search(s, "wings"), expect=0,
+                         check_intact=False)
                 s.rows[-1].intact = s.intact()
         finally:
             _umount(s.index_dir)
@@ -456,6 +540,67 @@ def read_only(s: Suite) -> None:
     if problem:
         s.record("read-only .ragx (ro bind mount)", "ragx index", None, note=f"not run: {problem}")
     s.record("after umount", "ragx status --deep", s.ragx("status", "--deep", "--root", str(s.corpus), fresh=True), expect=0)
+
+
+# As root, permission bits bind only without the capabilities that override them: dropped, root reads
+# and writes the index as its (non-root) owner would.
+AS_OWNER = ("setpriv", "--inh-caps=-dac_override,-dac_read_search,-fowner",
+            "--bounding-set=-dac_override,-dac_read_search,-fowner")
+
+
+def mcp_search(s: Suite, query: str, wrap: tuple[str, ...] = ()) -> Run:
+    """`ragx mcp` over stdio: initialize, then one `search` call; exit 0 when it answered results."""
+    t0 = time.perf_counter()
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fault-suite", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": query}}},
+    ]
+    try:
+        proc = subprocess.run([*wrap, *s.ragx_cmd, "mcp", "--root", str(s.corpus)], capture_output=True, timeout=300, env=s.env,
+                              input="".join(json.dumps(m) + "\n" for m in messages).encode())
+    except subprocess.TimeoutExpired:
+        return Run(-9, "", "timed out", time.perf_counter() - t0)
+    out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    replies = [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
+    answer = next((r for r in replies if r.get("id") == 2), {})
+    result = answer.get("result") or {}
+    ok = bool(result) and not result.get("isError") and '"results"' in json.dumps(result)
+    return Run(0 if ok else 2, out, err if ok else (json.dumps(answer)[:300] or err), time.perf_counter() - t0)
+
+
+def _as_a_clean_run_leaves_it(s: Suite) -> list[str]:
+    """No -wal or -shm beside index.sqlite (a reader's connection leaves them; the last writable one
+    to close removes them): the files left, which should be none."""
+    con = sqlite3.connect(s.index_dir / "index.sqlite")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    con.close()
+    return sorted(p.name for p in s.index_dir.glob("index.sqlite-*"))
+
+
+@case("read-only-clean", "disk")
+def read_only_clean(s: Suite) -> None:
+    """Issue 42, item 2: the .ragx a clean run leaves (no -wal or -shm file), made read-only: searching
+    works (query, status, inspect, export, MCP); an index run says it needs to write."""
+    wrap = AS_OWNER if os.geteuid() == 0 and shutil.which("setpriv") else ()
+    left = _as_a_clean_run_leaves_it(s)
+    subprocess.run(["chmod", "-R", "a-w", str(s.index_dir)], check=True)
+    label = f"chmod -R a-w .ragx{' (as its owner: root without DAC capabilities)' if wrap else ''}"
+    try:
+        for args in (("query", "wings", "--json"), ("status",), ("status", "--deep"), ("inspect", "communities"),
+                     ("export", str(s.work / "read-only.tar"), "--force")):
+            run = s.ragx(*args, "--root", str(s.corpus), wrap=wrap, fresh=True)
+            s.record(label, "ragx " + " ".join(args[:2] if args[0] == "export" else args), run, expect=0, check_intact=False,
+                     note=f"files beside index.sqlite: {left or 'none'}")
+        s.record(label, "ragx mcp: tools/call search", mcp_search(s, "wings", wrap), expect=0, check_intact=False)
+        undo = _change_a_file(s)
+        run = s.ragx("index", "--root", str(s.corpus), wrap=wrap, fresh=True)
+        undo()
+        s.record(label, "ragx index", run, contains=("`ragx index` cannot write",), check_intact=False)
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(s.index_dir)], check=True)
+        (s.work / "read-only.tar").unlink(missing_ok=True)
 
 
 @case("permission", "disk")

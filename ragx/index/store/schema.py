@@ -4,6 +4,7 @@ layout, and StoreBase: the connection, its transactions and the manifest every o
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -152,6 +153,18 @@ def written_since(started: int | None) -> int | None:
     return None if started is None else started - SCAN_MARGIN_NS
 
 
+def _reader_uri(path: Path) -> str:
+    """Read-only; and immutable when this process cannot write the folder and no -wal file holds
+    commits. A WAL database needs its -shm file even to be read, and SQLite cannot create one in a
+    folder it cannot write (the normal state of a read-only copy: a clean run leaves no -wal or
+    -shm); immutable tells it no writer can be changing the file, so it reads without one."""
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    wal = path.with_name(path.name + "-wal")
+    if not os.access(path.parent, os.W_OK) and not (wal.exists() and wal.stat().st_size):
+        uri += "&immutable=1"
+    return uri
+
+
 class StoreBase:
     """One connection per process (WAL: a query reads while `ragx index` writes); every write of an index
     run in one transaction, so a crash leaves the last commit intact. Read-only opens never write."""
@@ -160,7 +173,7 @@ class StoreBase:
         self.path = path
         if not create and not path.exists():
             raise NoIndexError(f"no index at {path.parent}: run `ragx index`")
-        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        uri = _reader_uri(path) if readonly else f"file:{path}"
         try:
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 10000")
