@@ -41,11 +41,12 @@ def option(overrides: list[str], name: str, default: str) -> str:
 
 
 def cmd_cache(cfg, overrides) -> int:
+    from .shown import IndexProgress
     from .sweep import load_passes
     from .training import builds_of, load_training
 
     started = time.perf_counter()
-    data = builds_of(load_training(cfg, load_passes))
+    data = builds_of(load_training(cfg, load_passes, IndexProgress()))
     for name, d in data.items():
         print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root if d['corpus'] else '(shared, no index)'}")
     print(f"done in {time.perf_counter() - started:.1f} s")

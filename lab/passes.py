@@ -23,7 +23,7 @@ from ragx.eval.report import git_commit
 from ragx.scoring.candidates import CACHE_COLUMNS as ARRAY_COLUMNS
 from ragx.scoring.candidates import Candidates, PassCaps
 
-POLARS_TYPES = {np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
+POLARS_TYPES = {np.int8: pl.Int8, np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
 
 
 class StaleCacheError(RuntimeError):

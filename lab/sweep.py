@@ -28,6 +28,7 @@ from .cluster import rdb_storage
 from .passes import load_cache
 from .rerank import shortlist_scorer
 from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
+from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
@@ -116,7 +117,7 @@ def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
         if built:
             print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
         passes, meta = load_cache(folder)
-        scorer = shortlist_scorer(corpus, root)
+        scorer = shortlist_scorer(corpus)
         out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries, "scorer": scorer}
     return out
 
@@ -255,7 +256,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     check_sweep_config(cfg)  # before any pass is built
-    sets = load_training(cfg, load_passes)
+    sets = load_training(cfg, load_passes, IndexProgress())
     data = builds_of(sets)
     # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults), with the BM25
     # the passes were scored with (caps.bm25_*): what every trial's lexical scores are
