@@ -117,6 +117,8 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
     caps = PassCaps(**meta["caps"])
     cols = {}
     for col, dtype in ARRAY_COLUMNS.items():
+        if col not in df.columns:  # a cache written before the column existed: Candidates fills its default
+            continue
         lengths = df[col].list.len().to_numpy()
         flat = df[col].explode().drop_nulls().to_numpy()  # an empty list explodes to one null
         cols[col] = _split(np.asarray(flat, dtype=dtype), lengths)
@@ -124,7 +126,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
     pairs = _split(np.asarray(df["link_pairs"].explode().drop_nulls().to_numpy(), dtype=np.int64), pair_lengths)
 
     def arrays_of(i: int) -> dict[str, Any]:  # the array fields of Candidates, by name
-        return {col: cols[col][i] for col in ARRAY_COLUMNS}
+        return {col: cols[col][i] for col in cols}
 
     out = []
     # a cache written before the column existed reads 0 (unknown): the lab refuses such a cache by its
