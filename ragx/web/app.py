@@ -22,6 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from ..api import Corpus
 from ..errors import RagxError, UsageError
+from .runs_view import Pick, compare, list_runs, load_run, resolve, side_by_side
 from .search_view import TOP_CHOICES, SearchForm, run_search, seed_legs
 
 HERE = Path(__file__).parent
@@ -73,6 +74,24 @@ def make_app(corpus: Corpus, runs_dir: Path | None = None) -> Any:
         number = request.path_params["number"]
         return page(request, "community.html", doc=corpus.inspect("community", str(number)))
 
+    async def runs(request: Request) -> Response:
+        names = list_runs(runs_dir)
+        pick = Pick.read(request.query_params, names)
+        if pick is None:
+            return page(request, "runs.html", names=names, pick=None, runs_dir=runs_dir)
+        pick, ds_a, ds_b = resolve(pick, runs_dir)
+        configs = {"a": list(ds_a["files"]["per_query"]), "b": list(ds_b["files"]["per_query"])}
+        return page(request, "runs.html", names=names, pick=pick, runs_dir=runs_dir, configs=configs,
+                    datasets=[d["dataset"] for d in load_run(runs_dir, pick.a.run)["datasets"]], cmp=compare(pick, ds_a, ds_b))
+
+    async def run_query(request: Request) -> Response:
+        pick = Pick.read(request.query_params, list_runs(runs_dir))
+        if pick is None:
+            raise UsageError("pick two runs first")
+        pick, ds_a, ds_b = resolve(pick, runs_dir)
+        shown = side_by_side(corpus, pick, ds_a, ds_b, request.query_params.get("qid", ""), runs_dir)
+        return page(request, "run_query.html", pick=pick, q=shown)
+
     async def refused(request: Request, exc: Exception) -> Response:
         status = 400 if isinstance(exc, UsageError) else 500
         return page(request, "error.html", status=status, message=str(exc))
@@ -90,6 +109,8 @@ def make_app(corpus: Corpus, runs_dir: Path | None = None) -> Any:
         Route("/file", file_page),
         Route("/communities", communities),
         Route("/communities/{number:int}", community),
+        Route("/runs", runs),
+        Route("/runs/query", run_query),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=prepared, exception_handlers={RagxError: refused, 404: not_found})
