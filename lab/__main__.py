@@ -41,11 +41,12 @@ def option(overrides: list[str], name: str, default: str) -> str:
 
 
 def cmd_cache(cfg, overrides) -> int:
+    from .shown import IndexProgress
     from .sweep import load_passes
     from .training import builds_of, load_training
 
     started = time.perf_counter()
-    data = builds_of(load_training(cfg, load_passes))
+    data = builds_of(load_training(cfg, load_passes, IndexProgress()))
     for name, d in data.items():
         print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root if d['corpus'] else '(shared, no index)'}")
     print(f"done in {time.perf_counter() - started:.1f} s")
@@ -55,7 +56,7 @@ def cmd_cache(cfg, overrides) -> int:
 def cmd_sweep(cfg, overrides) -> int:
     import mlflow
 
-    from .sweep import live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
+    from .sweep import IMPORTANCE, live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
 
     worker = int(option(overrides, "worker", "0"))
     trials = option(overrides, "trials", "")
@@ -95,6 +96,7 @@ def cmd_sweep(cfg, overrides) -> int:
         "best": {"number": best.number, "value": best.value, "params": best.params, "metrics": best.user_attrs},
         "sensitivity": sens,
         "importances": _importances(study),
+        "importances_evaluator": IMPORTANCE,
         "pass_cache_seconds": {b: data[b]["meta"]["seconds"] for b in data},
         "rerank_pairs": out["rerank"],  # cross-encoder pairs this worker's trials computed / read from the cache
         "mlflow_run": out["run_id"],
@@ -113,8 +115,10 @@ def cmd_sweep(cfg, overrides) -> int:
 def _importances(study) -> dict[str, float]:
     import optuna
 
+    from .sweep import importance_evaluator
+
     try:
-        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)).items()}
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=importance_evaluator()).items()}
     except Exception:  # noqa: BLE001 - too few completed trials
         return {}
 

@@ -40,15 +40,23 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
                  command: str = "python -m lab promote") -> dict[str, Any]:
     """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
     dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
+    from functools import partial
+
     from ragx.api import open_collection
     from ragx.eval.beir import cache_dir_for
+    from ragx.eval.queries import load_queries
     from ragx.eval.suite import evaluate_dataset
 
+    from .shown import IndexProgress, counted
+
     data_dir = Path(dataset["data_dir"])
-    corpus, made, _ = open_collection(data_dir, Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir), split)
+    folder = Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir)
+    corpus, made, _ = open_collection(data_dir, folder, split, reporter=IndexProgress())
     specs = [f"{name}={spec}" for name, spec in configs.items()] if configs else None
     meta = {"dataset": data_dir.resolve().name, "split": split, "command": command, "commit": git_commit(Path(__file__).parent)}
-    return evaluate_dataset(corpus, made.queries[split], specs, reference, meta)
+    queries = made.queries[split]
+    return counted(f"evaluating {data_dir.name} {split}", len(load_queries(queries)), "queries",
+                   partial(evaluate_dataset, corpus, queries, specs, reference, meta))
 
 
 def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> None:

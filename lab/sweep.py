@@ -28,6 +28,7 @@ from .cluster import rdb_storage
 from .passes import load_cache
 from .rerank import shortlist_scorer
 from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
+from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
@@ -116,7 +117,7 @@ def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
         if built:
             print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
         passes, meta = load_cache(folder)
-        scorer = shortlist_scorer(corpus, root)
+        scorer = shortlist_scorer(corpus)
         out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries, "scorer": scorer}
     return out
 
@@ -255,7 +256,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     check_sweep_config(cfg)  # before any pass is built
-    sets = load_training(cfg, load_passes)
+    sets = load_training(cfg, load_passes, IndexProgress())
     data = builds_of(sets)
     # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults), with the BM25
     # the passes were scored with (caps.bm25_*): what every trial's lexical scores are
@@ -399,6 +400,15 @@ def sensitivity(evaluate: Callable[[Params], float], best: Params, space: dict[s
     return out
 
 
+IMPORTANCE = "fANOVA (optuna.importance.FanovaImportanceEvaluator, seed 0)"  # the one evaluator of every importance
+
+
+def importance_evaluator():
+    import optuna
+
+    return optuna.importance.FanovaImportanceEvaluator(seed=0)
+
+
 def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, objective: str) -> list[Path]:
     import matplotlib
 
@@ -409,32 +419,43 @@ def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, ob
 
     folder.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, fn in (("history", ovm.plot_optimization_history), ("importances", ovm.plot_param_importances)):
+    plots: list[tuple[str, Any, dict[str, Any], str]] = [("history", ovm.plot_optimization_history, {}, "optimization history"),
+             ("importances", ovm.plot_param_importances, {"evaluator": importance_evaluator()}, f"importances: {IMPORTANCE}")]
+    for name, fn, kwargs, title in plots:
         try:
-            ax: Any = fn(study)  # optuna annotates Axes; some plots return an array of Axes
+            ax: Any = fn(study, **kwargs)  # optuna annotates Axes; some plots return an array of Axes
             fig = cast(Figure, ax.figure if hasattr(ax, "figure") else ax[0].figure)  # a top-level figure
             fig.set_size_inches(8, 4.5)
+            fig.axes[0].set_title(title, fontsize=10)
             fig.tight_layout()
             fig.savefig(folder / f"{name}.png", dpi=110)
             plt.close(fig)
             made.append(folder / f"{name}.png")
         except Exception as exc:  # noqa: BLE001 - a plot that cannot be drawn (too few trials) is skipped
             print(f"lab: no {name} plot ({exc})", flush=True)
-    n = len(sens)
-    cols = 4
+    made.append(sensitivity_plot(sens, best_value, objective, folder / "sensitivity.png"))
+    return made
+
+
+def sensitivity_plot(sens: dict[str, list], best_value: float, objective: str, path: Path) -> Path:
+    """One panel per knob: the objective's difference from the best trial as the knob moves alone, on
+    one shared y axis (a 0.006 dip looks as small as it is next to a 0.1 one)."""
+    import matplotlib.pyplot as plt
+
+    n, cols = len(sens), 4
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False, sharey=True)
     for ax, (name, (grid, values)) in zip(axes.flat, sens.items()):
-        ax.plot(grid, values, marker="o", ms=3)
-        ax.axhline(best_value, color="grey", lw=0.6, ls="--")
+        ax.plot(grid, np.asarray(values) - best_value, marker="o", ms=3)
+        ax.axhline(0.0, color="grey", lw=0.6, ls="--")
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle(f"{objective} varying one knob around the best trial", fontsize=10)
+    for row in axes:
+        row[0].set_ylabel(f"{objective} - best", fontsize=8)
+    fig.suptitle(f"{objective} varying one knob around the best trial ({best_value:.4f}), difference from it", fontsize=10)
     fig.tight_layout()
-    fig.savefig(folder / "sensitivity.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    made.append(folder / "sensitivity.png")
-    return made
-
+    return path
