@@ -23,6 +23,7 @@ Several machines: scripts/tools/lab_cluster.sh (PostgreSQL study, MLflow server,
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -40,11 +41,12 @@ def option(overrides: list[str], name: str, default: str) -> str:
 
 
 def cmd_cache(cfg, overrides) -> int:
+    from .shown import IndexProgress
     from .sweep import load_passes
     from .training import builds_of, load_training
 
     started = time.perf_counter()
-    data = builds_of(load_training(cfg, load_passes))
+    data = builds_of(load_training(cfg, load_passes, IndexProgress()))
     for name, d in data.items():
         print(f"{name}: {len(d['passes'])} passes cached ({d['meta']['seconds']:.1f} s to compute), corpus {d['corpus'].root if d['corpus'] else '(shared, no index)'}")
     print(f"done in {time.perf_counter() - started:.1f} s")
@@ -54,7 +56,7 @@ def cmd_cache(cfg, overrides) -> int:
 def cmd_sweep(cfg, overrides) -> int:
     import mlflow
 
-    from .sweep import live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
+    from .sweep import IMPORTANCE, live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
 
     worker = int(option(overrides, "worker", "0"))
     trials = option(overrides, "trials", "")
@@ -94,6 +96,7 @@ def cmd_sweep(cfg, overrides) -> int:
         "best": {"number": best.number, "value": best.value, "params": best.params, "metrics": best.user_attrs},
         "sensitivity": sens,
         "importances": _importances(study),
+        "importances_evaluator": IMPORTANCE,
         "pass_cache_seconds": {b: data[b]["meta"]["seconds"] for b in data},
         "rerank_pairs": out["rerank"],  # cross-encoder pairs this worker's trials computed / read from the cache
         "mlflow_run": out["run_id"],
@@ -112,8 +115,10 @@ def cmd_sweep(cfg, overrides) -> int:
 def _importances(study) -> dict[str, float]:
     import optuna
 
+    from .sweep import importance_evaluator
+
     try:
-        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)).items()}
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=importance_evaluator()).items()}
     except Exception:  # noqa: BLE001 - too few completed trials
         return {}
 
@@ -128,20 +133,29 @@ def cmd_promote(cfg, overrides) -> int:
 
 def cmd_study(cfg, overrides) -> int:
     """Create the study if missing (one process creates the storage's tables before workers race to),
-    and print its audit as JSON: trials by state, retries, duplicates, and MLflow's record of it."""
+    repair what can be repaired (COMPLETE trials MLflow lacks are logged from the study's record), and
+    print the audit as JSON on stdout and its verdict as one line on stderr: exit 1 when a trial is
+    left WAITING or RUNNING, a COMPLETE one is still missing from MLflow, or a number is duplicated."""
+    import mlflow  # noqa: F401 - configures its loggers on import: quieted below
     import optuna
 
-    from .cluster import audit_mlflow, audit_study
+    from .cluster import audit_mlflow, audit_study, repair_mlflow, verdict
     from .sweep import storage_url
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for noisy in ("mlflow", "alembic"):  # a new local store's migrations: the verdict is the one line on stderr
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root), cfg.optuna)
     study = optuna.create_study(study_name=cfg.optuna.study_name, storage=storage, direction="maximize", load_if_exists=True)
+    uri, experiment = cfg.mlflow.tracking_uri, cfg.mlflow.experiment
     out = audit_study(study)
-    out["mlflow"] = audit_mlflow(cfg.mlflow.tracking_uri, cfg.mlflow.experiment, cfg.optuna.study_name)
+    out["repaired"] = repair_mlflow(study, uri, experiment, audit_mlflow(uri, experiment, cfg.optuna.study_name)["steps"])
+    out["mlflow"] = audit_mlflow(uri, experiment, cfg.optuna.study_name)
     out["mlflow"]["matches_complete_trials"] = out["mlflow"]["steps"] == out["complete_numbers"]
+    ok, line = verdict(out)
     print(json.dumps(out, default=str))
-    return 0
+    print(line, file=sys.stderr)
+    return 0 if ok else 1
 
 
 def cmd_models(cfg, overrides) -> int:
@@ -181,6 +195,11 @@ def main(argv: list[str]) -> int:
     from ragx.errors import RagxError
 
     overrides = argv[1:]
+    from .swap import recover, staging_root
+
+    restored = recover(staging_root(REPO))  # a promotion killed mid-swap: its old files back first
+    if restored:
+        print(f"lab: an interrupted promotion was rolled back ({len(restored)} files restored)", file=sys.stderr)
     try:
         check_run_options(overrides)
         cfg = compose(overrides)

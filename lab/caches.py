@@ -60,9 +60,18 @@ def shared_passes(corpus, queries, caps: PassCaps, root: Path, name: str, build=
     final = cache_folder(root, name, key)
     built = False
     if not final.exists():
-        built = _build_locked(final, lambda tmp: build(corpus, queries, caps, tmp))
+        built = _build_locked(final, lambda tmp: _shown(build, corpus, queries, caps, tmp, name))
     write_ref(root, name, key)
     return final, built
+
+
+def _shown(build, corpus, queries, caps: PassCaps, folder: Path, name: str):
+    """`build` with its queries counted on stderr when it takes a progress callback (build_cache does)."""
+    if build is not build_cache:
+        return build(corpus, queries, caps, folder)
+    from .shown import counted
+
+    return counted(f"caching passes of {name}", len(queries), "queries", lambda progress: build(corpus, queries, caps, folder, progress))
 
 
 def _build_locked(final: Path, build) -> bool:

@@ -57,20 +57,25 @@ def state_counts(study) -> Counter:
 
 
 def optimize(study, objective, callbacks, per_worker: int | None, study_trials: int | None, poll: float = 2.0) -> int:
-    """Run trials until this worker ran `per_worker` or the study holds `study_trials` COMPLETE ones."""
+    """Run trials one at a time (objective style; sweeps run batches: lab/batches.py) until this worker
+    ran `per_worker` or the study holds `study_trials` COMPLETE ones. Stale trials are failed (and so
+    re-queued) under the budget lock, and WAITING trials count against the budget: a retry is always
+    run, before any new trial, and never crowded out by survivors filling the budget first."""
     ran = 0
     lock = BudgetLock(study) if study_trials is not None else None
     while per_worker is None or ran < per_worker:
-        fail_stale(study)
         if lock is not None and study_trials is not None:
             lock.acquire()
+            fail_stale(study)
             counts = state_counts(study)
-            if counts["COMPLETE"] + counts["RUNNING"] >= study_trials:
+            if not counts["WAITING"] and counts["COMPLETE"] + counts["RUNNING"] >= study_trials:
                 lock.release()
                 if counts["COMPLETE"] >= study_trials:
                     break
                 time.sleep(poll)  # the rest is running (or will be re-queued once its worker is found dead)
                 continue
+        else:
+            fail_stale(study)
         # the next trial is a re-queued (WAITING) one if any: Optuna runs those before it samples new ones
         try:
             study.optimize(_released_on_start(objective, lock), n_trials=1, callbacks=callbacks, gc_after_trial=False)
@@ -232,3 +237,58 @@ def audit_mlflow(tracking_uri: str, experiment: str, study_name: str) -> dict[st
         "duplicate_steps": len(steps) - len(set(steps)),
         "steps": sorted(steps),
     }
+
+
+def repair_mlflow(study, tracking_uri: str, experiment: str, logged: list[int]) -> list[int]:
+    """Log to MLflow the COMPLETE trials it lacks (a worker killed between storing a batch and tracking
+    it), from the study's own record: into the worker's run the trial names (`mlflow_run`), or else a
+    `repair` run of the study. Returns the trial numbers logged."""
+    import optuna
+    from mlflow.tracking import MlflowClient
+
+    from .sweep import track_trials
+
+    have = set(logged)
+    missing = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)) if t.number not in have]
+    if not missing:
+        return []
+    client = MlflowClient(tracking_uri)
+    by_run: dict[str, list[Any]] = {}
+    for t in missing:
+        by_run.setdefault(str(t.user_attrs.get("mlflow_run") or ""), []).append(t)
+    for run_id, trials in by_run.items():
+        if not run_id or not _run_exists(client, run_id):
+            exp = client.get_experiment_by_name(experiment)
+            exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
+            run = client.create_run(exp_id, tags={"study": study.study_name, "repair": "true"}, run_name=f"{study.study_name}-repair")
+            client.set_terminated(run.info.run_id)
+            run_id = run.info.run_id
+        track_trials(run_id, trials, client)
+    return sorted(t.number for t in missing)
+
+
+def _run_exists(client, run_id: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_run(run_id)
+        return True
+    except MlflowException:
+        return False
+
+
+def verdict(audit: dict[str, Any]) -> tuple[bool, str]:
+    """The audit in one line: whether the study is whole (no WAITING or RUNNING trial left, every
+    COMPLETE trial in MLflow, no duplicate), and what is wrong if not."""
+    states, ml = audit["states"], audit["mlflow"]
+    missing = sorted(set(audit["complete_numbers"]) - set(ml["steps"]))
+    problems = [f"{states[s]} {s} trial(s) left" for s in ("WAITING", "RUNNING") if states.get(s)]
+    if missing:
+        problems.append(f"{len(missing)} COMPLETE trial(s) missing from MLflow (#{', #'.join(map(str, missing[:10]))})")
+    if audit["duplicate_numbers"] or ml.get("duplicate_steps"):
+        problems.append(f"duplicates: {audit['duplicate_numbers']} trial numbers, {ml.get('duplicate_steps', 0)} MLflow steps")
+    repaired = f"; repaired: {len(audit['repaired'])} trial(s) logged to MLflow" if audit.get("repaired") else ""
+    head = f"study {audit['study']}: {states.get('COMPLETE', 0)} COMPLETE, {states.get('FAIL', 0)} FAIL, MLflow {ml['logged_trials']}"
+    if problems:
+        return False, f"lab study: FAILED: {head}: {'; '.join(problems)}{repaired}"
+    return True, f"lab study: OK: {head}, nothing left WAITING or RUNNING{repaired}"

@@ -23,6 +23,7 @@ One MLflow run per model; a markdown table, a plot and summary.json under report
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 import json
 import shutil
 import statistics
@@ -43,6 +44,7 @@ from ragx.eval.stats import Comparison, correct, paired
 from ragx.eval.suite import evaluate_dataset
 from ragx.eval.vector_cache import CachedEmbedder
 
+from .shown import IndexProgress, counted
 from .builds import _link_tree, prepare
 
 METRIC = "nDCG@10"
@@ -122,9 +124,9 @@ def model_build(base: Corpus, spec: dict[str, Any], folder: Path, vectors_root: 
     corpus.use_embedder(embedder)
     t0 = time.perf_counter()
     try:
-        report = corpus.index(full=changed)
+        report = corpus.index(full=changed, reporter=IndexProgress())
     except ManifestMismatchError:  # an earlier run stopped between writing ragx.toml and committing the index
-        report = corpus.index(full=True)
+        report = corpus.index(full=True, reporter=IndexProgress())
     stats = {"index_seconds": time.perf_counter() - t0, "reindexed": changed, "embedded_chunks": report.embedded_chunks,
              "reused_chunks": report.reused_chunks, "cache_hits": embedder.hits, "cache_misses": embedder.misses}
     if embedder.misses:
@@ -208,7 +210,7 @@ def measure(spec: dict[str, Any], base: Corpus, queries, cfg, folder: Path) -> d
         record |= footprint(corpus)
         record |= window(corpus, embedder.token_counter())
         meta = {"dataset": cfg.dataset.name, "split": cfg.split, "model_study": spec["name"]}
-        doc = evaluate_dataset(corpus, queries, None, None, meta)
+        doc = counted(f"evaluating {spec['name']}", len(queries), "queries", partial(evaluate_dataset, corpus, queries, None, None, meta))
         corpus.close()
     record["means"] = {p: m[METRIC] for p, m in doc["files"]["means"].items()}
     record["best_preset"] = max(record["means"], key=record["means"].get)
@@ -218,34 +220,65 @@ def measure(spec: dict[str, Any], base: Corpus, queries, cfg, folder: Path) -> d
     return {"record": record, "doc": doc}
 
 
-def run(cfg, repo: Path) -> dict[str, Any]:
-    """Measure every model (or reuse its stored record: same identity, same ragx code), compare, report, track."""
+def reuse_key(spec: dict[str, Any], cfg) -> str:
+    """Everything a model's stored result is a function of: the model's catalog entry (its [embeddings]
+    and how it is served), ragx's code, the shipped defaults (ragx/defaults.toml: every preset scores
+    with them), the dataset, the split and the benchmark sizes. A change to any of them measures again."""
+    import hashlib
+
+    from omegaconf import OmegaConf
+
+    from ragx.config import DEFAULTS_PATH
+
     from .passes import code_hash
 
-    base, queries = prepare(dict(cfg.dataset), cfg.split)
+    payload = {"spec": spec, "code": code_hash(), "defaults": DEFAULTS_PATH.read_text(encoding="utf-8"),
+               "dataset": OmegaConf.to_container(cfg.dataset, resolve=True), "split": str(cfg.split),
+               "bench": OmegaConf.to_container(cfg.model_bench, resolve=True)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def measured(spec: dict[str, Any], cfg, base: Corpus, queries, folder: Path, stored: Path) -> dict[str, Any]:
+    """The model's result: the stored one when its reuse key matches, else measured now (and stored).
+    A model that fails (its server does not start, times out, a file is missing) gives a record saying
+    why, stored neither way: the study goes on with the other models."""
+    key = reuse_key(spec, cfg)
+    old = json.loads(stored.read_text(encoding="utf-8")) if stored.exists() else None
+    if old and old.get("key") == key and not cfg.model_rerun:
+        print(f"{spec['name']}: reusing {stored}", flush=True)
+        return old
+    started = time.perf_counter()
+    try:
+        result = {**measure(spec, base, queries, cfg, folder), "key": key}
+    except Exception as exc:  # noqa: BLE001 - any failure of one model is that model's row, not the study's end
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        print(f"{spec['name']}: FAILED after {time.perf_counter() - started:.0f} s: {reason}", file=sys.stderr, flush=True)
+        return {"record": {"model": spec["name"], "embeddings": spec["embeddings"], "error": reason}, "doc": None}
+    stored.write_text(json.dumps(result), encoding="utf-8")
+    print(f"{spec['name']}: measured in {time.perf_counter() - started:.0f} s", flush=True)
+    return result
+
+
+def run(cfg, repo: Path) -> dict[str, Any]:
+    """Measure every model (or reuse its stored result: lab.models.reuse_key), compare, report, track."""
+    base, queries = prepare(dict(cfg.dataset), cfg.split, IndexProgress())
     out = repo / cfg.reports / f"models-{cfg.dataset.name}-{cfg.split}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
     folder = Path(cfg.cache_root) / "models" / f"{cfg.dataset.name}-{cfg.split}"
-    results: dict[str, dict[str, Any]] = {}
-    for spec in specs(cfg):
-        stored = out / "runs" / f"{spec['name']}.json"
-        old = json.loads(stored.read_text()) if stored.exists() else None
-        if old and old["code"] == code_hash() and old["record"]["embeddings"] == spec["embeddings"] and not cfg.model_rerun:
-            print(f"{spec['name']}: reusing {stored}")
-            results[spec["name"]] = old
-            continue
-        started = time.perf_counter()
-        results[spec["name"]] = {**measure(spec, base, queries, cfg, folder), "code": code_hash()}
-        stored.write_text(json.dumps(results[spec["name"]]), encoding="utf-8")
-        print(f"{spec['name']}: measured in {time.perf_counter() - started:.0f} s")
-    docs = {m: r["doc"] for m, r in results.items()}
-    cross = cross_model(docs, cfg.model_reference)
-    records = [r["record"] for r in results.values()]
+    results = {spec["name"]: measured(spec, cfg, base, queries, folder, out / "runs" / f"{spec['name']}.json") for spec in specs(cfg)}
+    docs = {m: r["doc"] for m, r in results.items() if r["doc"] is not None}
+    cross = cross_model(docs, cfg.model_reference) if cfg.model_reference in docs else {}
+    records = [r["record"] for r in results.values() if r["doc"] is not None]
+    failed = [r["record"] for r in results.values() if r["doc"] is None]
     title = f"{cfg.dataset.name} {cfg.split}: {len(queries)} queries, reference model {cfg.model_reference}"
-    table = markdown(records, cross, cfg.model_reference, title)
+    table = markdown(records, cross, cfg.model_reference, title, failed) if records else f"### {title}\n"
+    table += "" if records else "".join(f"\n{r['model']}: not measured: {r['error']}\n" for r in failed)
+    if records and cfg.model_reference not in docs:
+        table += f"\nno comparison across models: the reference model {cfg.model_reference} was not measured\n"
     (out / "table.md").write_text(table, encoding="utf-8")
-    plot(records, out / "plot.png", title)
-    summary = {"dataset": cfg.dataset.name, "split": cfg.split, "reference": cfg.model_reference, "records": records,
+    if records:
+        plot(records, cross, cfg.model_reference, out / "plot.png", title)
+    summary = {"dataset": cfg.dataset.name, "split": cfg.split, "reference": cfg.model_reference, "records": records, "failed": failed,
                "cross_model": {p: {m: c.to_json() for m, c in fam.items()} for p, fam in cross.items()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     track(cfg, records, out)
@@ -253,7 +286,7 @@ def run(cfg, repo: Path) -> dict[str, Any]:
     return summary
 
 
-def markdown(records: list[dict[str, Any]], cross, reference: str, title: str) -> str:
+def markdown(records: list[dict[str, Any]], cross, reference: str, title: str, failed: list[dict[str, Any]] | None = None) -> str:
     presets = list(records[0]["means"])
     lines = [f"### {title}", "", f"{METRIC} of files per eval preset; against the same preset under `{reference}`: difference, "
              "paired randomization p (Benjamini-Hochberg across models; * < 0.05). Best preset: within the model, "
@@ -262,12 +295,14 @@ def markdown(records: list[dict[str, Any]], cross, reference: str, title: str) -
     for r in records:
         cells = []
         for p in presets:
-            c = cross[p].get(r["model"])
+            c = cross.get(p, {}).get(r["model"])
             cells.append(f"{r['means'][p]:.4f}" + ("" if c is None else f" ({c.diff:+.4f}, p {c.p_adjusted:.3g}{'*' if c.significant else ''})"))
         best = r["best_preset"]
         vs = r["vs_hybrid"].get(best)
         within = "" if vs is None else f" ({vs['diff']:+.4f} vs hybrid, p {vs['p_adjusted']:.3g}{'*' if vs['significant'] else ''})"
         lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {best}{within} |")
+    for r in failed or []:  # the model's row says why it has no figures; the others keep theirs
+        lines.append(f"| {r['model']} | " + " | ".join(["not measured"] * len(presets)) + f" | {r['error'].replace('|', '/')} |")
     lines += ["", "| model | identity | dim | chunks | split by window | bench chunks/s | index chunks/s | query ms (median) "
               "| vectors MB (RAM) | vectors+HNSW MB (disk) |", "|---" * 10 + "|"]
     for r in records:
@@ -279,22 +314,31 @@ def markdown(records: list[dict[str, Any]], cross, reference: str, title: str) -
     return "\n".join(lines) + "\n"
 
 
-def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
+def plot(records: list[dict[str, Any]], cross, reference: str, path: Path, title: str) -> None:
+    """Left: each model's difference from the reference model, per preset, with its 95% CI (the paired
+    test's BCa bootstrap), around 0, not raw scores from 0; right: indexing speed against the hybrid's score."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     presets = list(records[0]["means"])
+    others = [r for r in records if r["model"] != reference]
     fig, (bars, speed) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1]})
-    width = 0.8 / len(records)
-    for k, r in enumerate(records):
-        bars.bar(np.arange(len(presets)) + k * width, [r["means"][p] for p in presets], width, label=r["model"])
+    width = 0.8 / max(len(others), 1)
+    for k, r in enumerate(others):
+        found = [cross.get(p, {}).get(r["model"]) for p in presets]
+        diff = [c.diff if c else np.nan for c in found]
+        err = np.array([[c.diff - c.ci[0], c.ci[1] - c.diff] if c else [np.nan, np.nan] for c in found]).T
+        bars.bar(np.arange(len(presets)) + k * width, diff, width, yerr=err, capsize=3, label=r["model"])
+    for r in records:
         speed.scatter(r["chunks_per_s"], r["means"]["hybrid"], s=40)
         speed.annotate(r["model"], (r["chunks_per_s"], r["means"]["hybrid"]), fontsize=8)
+    bars.axhline(0.0, color="grey", lw=0.8)
     bars.set_xticks(np.arange(len(presets)) + 0.4 - width / 2, presets)
-    bars.set_ylabel(METRIC)
-    bars.legend(fontsize=8)
+    bars.set_ylabel(f"{METRIC} - {reference}'s (95% CI)")
+    if others:
+        bars.legend(fontsize=8)
     speed.set_xlabel("chunks/s (indexing, this machine)")
     speed.set_ylabel(f"hybrid {METRIC}")
     fig.suptitle(title)

@@ -23,7 +23,7 @@ from ragx.eval.report import git_commit
 from ragx.scoring.candidates import CACHE_COLUMNS as ARRAY_COLUMNS
 from ragx.scoring.candidates import Candidates, PassCaps
 
-POLARS_TYPES = {np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
+POLARS_TYPES = {np.int8: pl.Int8, np.int64: pl.Int64, np.float32: pl.Float32, np.float64: pl.Float64}
 
 
 class StaleCacheError(RuntimeError):
@@ -117,6 +117,8 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
     caps = PassCaps(**meta["caps"])
     cols = {}
     for col, dtype in ARRAY_COLUMNS.items():
+        if col not in df.columns:  # a cache written before the column existed: Candidates fills its default
+            continue
         lengths = df[col].list.len().to_numpy()
         flat = df[col].explode().drop_nulls().to_numpy()  # an empty list explodes to one null
         cols[col] = _split(np.asarray(flat, dtype=dtype), lengths)
@@ -124,7 +126,7 @@ def load_cache(folder: Path) -> tuple[list[Candidates], dict[str, Any]]:
     pairs = _split(np.asarray(df["link_pairs"].explode().drop_nulls().to_numpy(), dtype=np.int64), pair_lengths)
 
     def arrays_of(i: int) -> dict[str, Any]:  # the array fields of Candidates, by name
-        return {col: cols[col][i] for col in ARRAY_COLUMNS}
+        return {col: cols[col][i] for col in cols}
 
     out = []
     # a cache written before the column existed reads 0 (unknown): the lab refuses such a cache by its

@@ -6,21 +6,25 @@ provenance; the train/test gap of every training set that has a held-out split i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+import numpy as np
 import tomlkit
 
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.errors import UsageError
 from ragx.eval.report import git_commit
+from ragx.eval.stats import power
 from ragx.scoring.candidates import shared_bm25
 from ragx.scoring.params import Params
 
 from .configs import check_not_heldout, dataset_config, label, package_defaults, package_search_defaults, train_sets
+from .swap import recover, staging_root, swap
 
 MARKER = "---- [search]: written by `python -m lab promote` ----"
 
@@ -36,15 +40,23 @@ def eval_heldout(dataset: dict[str, Any], split: str, configs: dict[str, str] | 
                  command: str = "python -m lab promote") -> dict[str, Any]:
     """What `ragx eval beir DATA_DIR --split SPLIT -c name=spec ... [--reference NAME]` computes for one
     dataset, in this process: the same collection cache, the same `Corpus.evaluate` and the same paired tests."""
+    from functools import partial
+
     from ragx.api import open_collection
     from ragx.eval.beir import cache_dir_for
+    from ragx.eval.queries import load_queries
     from ragx.eval.suite import evaluate_dataset
 
+    from .shown import IndexProgress, counted
+
     data_dir = Path(dataset["data_dir"])
-    corpus, made, _ = open_collection(data_dir, Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir), split)
+    folder = Path(dataset["cache"]) if dataset.get("cache") else cache_dir_for(data_dir)
+    corpus, made, _ = open_collection(data_dir, folder, split, reporter=IndexProgress())
     specs = [f"{name}={spec}" for name, spec in configs.items()] if configs else None
     meta = {"dataset": data_dir.resolve().name, "split": split, "command": command, "commit": git_commit(Path(__file__).parent)}
-    return evaluate_dataset(corpus, made.queries[split], specs, reference, meta)
+    queries = made.queries[split]
+    return counted(f"evaluating {data_dir.name} {split}", len(load_queries(queries)), "queries",
+                   partial(evaluate_dataset, corpus, queries, specs, reference, meta))
 
 
 def write_baseline_of(doc: dict[str, Any], baseline: Path, reports: Path) -> None:
@@ -102,131 +114,216 @@ def train_test_gaps(best_attrs: dict[str, Any], sets: list[str], heldout: dict[s
     return lines
 
 
+PROVENANCE_START = "# ---- the last promotion (replaced by the next one; every other comment is kept) ----"
+PROVENANCE_END = "# ---- end of the last promotion ----"
+
+
 def write_defaults(params: Params, provenance: list[str], path: Path = DEFAULTS_PATH) -> None:
-    """Replace the [search] table of defaults.toml through tomlkit: every other table, key and comment
-    is kept as written; the new table carries its provenance as comments."""
+    """Set the [search] values of defaults.toml in place through tomlkit (a value that does not change is
+    not touched; every table, key and comment is kept as written) and replace the last promotion's
+    provenance block (between PROVENANCE_START and PROVENANCE_END) with `provenance`."""
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    table = tomlkit.table()
-    for line in [MARKER, "(each knob is documented in ragx/scoring/params.py)", *provenance]:
-        table.add(tomlkit.comment(line))
+    if "search" not in doc:
+        doc.add("search", tomlkit.table())
+    table: Any = doc["search"]
     for key, value in dataclasses.asdict(params).items():
-        table.add(key, value)
-    if "search" in doc:
-        del doc["search"]
-    doc.add("search", table)
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+        if key not in table or table[key] != value:
+            table[key] = value
+    path.write_text(with_provenance(tomlkit.dumps(doc), provenance), encoding="utf-8")
 
 
-def _study(cfg, heldout: list):
-    """The study to promote from, refused (UsageError) when it is missing or was tuned on a test or
-    held-out split (as the sweep recorded it, lab.sweep.run, whatever this run's overrides say)."""
+def with_provenance(text: str, provenance: list[str]) -> str:
+    """`text` with its provenance block replaced (or, the first time, added at the top of [search], after
+    the promotion marker when there is one)."""
+    block = [PROVENANCE_START, *(f"# {line}" if line else "#" for line in provenance), PROVENANCE_END]
+    lines = text.split("\n")
+    if PROVENANCE_START in lines and PROVENANCE_END in lines:
+        start, end = lines.index(PROVENANCE_START), lines.index(PROVENANCE_END)
+        return "\n".join(lines[:start] + block + lines[end + 1:])
+    at = lines.index("[search]") + 1
+    while at < len(lines) and lines[at].startswith("# ") and (MARKER in lines[at] or "documented in ragx/scoring/params.py" in lines[at]):
+        at += 1
+    return "\n".join(lines[:at] + block + lines[at:])
+
+
+def winner(cfg) -> tuple[Any, Params, bool, str]:
+    """The study's best trial as a candidate for the defaults: (study, candidate params, whether the
+    study swept the reranker, why it cannot be promoted or ''). Bad input is a UsageError."""
     import optuna
 
-    from .sweep import storage_url
+    from .sweep import storage_url, trial_params
 
+    heldout = list(cfg.promote.heldout or [])
+    if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
+        raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
+    check_not_heldout(cfg, "promote")  # the study's training data (as configured) is never held-out data
     storage = storage_url(cfg.optuna.storage, Path(cfg.cache_root))
     if cfg.promote.study_name not in optuna.study.get_all_study_names(storage):
         raise UsageError(f"no study named {cfg.promote.study_name!r} in {cfg.optuna.storage or Path(cfg.cache_root) / 'optuna.db'}: "
                          "run `python -m lab sweep` with the same overrides first")
     study = optuna.load_study(study_name=cfg.promote.study_name, storage=storage)
     held = {(label(str(item["dataset"])), str(item["split"])) for item in heldout}
+    # and as the sweep recorded it (lab.sweep.run), whatever this run's overrides say
     for split in study.user_attrs.get("train_splits", []):
         for name in study.user_attrs.get("train_sets", []):
             if split == "test" or (name, split) in held:
                 raise UsageError(f"promote: study {cfg.promote.study_name!r} was tuned on {name} {split}, "
                                  "a test or held-out split: its winner is never promoted")
-    return study
-
-
-def _candidate(cfg, study, old: Params) -> tuple[Params | None, bool]:
-    """The best trial's params over the defaults and whether it swept the reranker; None (after a line
-    saying why) when such a winner is promoted by hand, not here."""
-    from .sweep import trial_params
-
-    best = study.best_trial
+    best, old = study.best_trial, current_defaults()
     bm25 = study.user_attrs.get("bm25")
     if bm25 and bm25 != shared_bm25([old]):
-        print(f"lab promote: refused: study {cfg.promote.study_name!r} scored BM25 with {bm25}, not the defaults' "
-              f"{shared_bm25([old])}; one `ragx eval` run scores BM25 one way, so a BM25 setting is promoted by hand "
-              "after comparing held-out runs of each (python -m lab.studies.bm25_params, research/2026-12-04-bm25-variants.py)")
-        return None, False
+        return study, old, False, (f"study {cfg.promote.study_name!r} scored BM25 with {bm25}, not the defaults' "
+                                   f"{shared_bm25([old])}; one `ragx eval` run scores BM25 one way, so a BM25 setting is promoted by hand "
+                                   "after comparing held-out runs of each (python -m lab.studies.bm25_params, research/2026-12-04-bm25-variants.py)")
     build_name, candidate = trial_params(best.params, old)
     if build_name != "base":
-        print(f"lab promote: refused: the best trial (#{best.number}) uses index build {build_name!r}; index settings "
-              "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
-        return None, False
-    candidate = pin_unswept(candidate, old, best.params)
+        return study, old, False, (f"the best trial (#{best.number}) uses index build {build_name!r}; index settings "
+                                   "are promoted by hand after a full rebuild (restrict the sweep's builds to base to promote scoring only)")
     reranked = "rerank_weight" in best.params  # a study of the reranker's knobs: both sides rerank on held-out
     if reranked and not load_settings(None, warn=False).rerank.model.strip():
-        print("lab promote: refused: the study swept rerank_weight but no [rerank] model is configured, "
-              "so the held-out `ragx eval` could not measure the reranker")
-        return None, False
-    return candidate, reranked
+        return study, old, True, ("the study swept rerank_weight but no [rerank] model is configured, "
+                                  "so the held-out `ragx eval` could not measure the reranker")
+    return study, pin_unswept(candidate, old, best.params), reranked, ""
 
 
-def _held_out(cfg, heldout: list, configs: dict, command: str) -> tuple[list[bool], list[str], dict[str, float]]:
-    """Each held-out split evaluated: (one verdict per check, the lines saying them, the candidate's metric per set)."""
+@dataclasses.dataclass
+class Check:
+    """The held-out check of a candidate: its verdicts and lines, each set's figure, and the pooled
+    per-query differences (candidate - current) of the metric."""
+
+    verdicts: list[bool] = dataclasses.field(default_factory=list)
+    lines: list[str] = dataclasses.field(default_factory=list)
+    tested: dict[str, float] = dataclasses.field(default_factory=dict)
+    differences: list[float] = dataclasses.field(default_factory=list)
+
+
+def check_heldout(cfg, configs: dict[str, str], command: str, say) -> Check:
+    """`ragx eval` of current, candidate and hybrid on every held-out split (see the module docstring)."""
     metric, tol, alpha = cfg.promote.metric, float(cfg.promote.tolerance), float(cfg.promote.get("alpha", 0.05))
-    verdicts, lines, tested = [], [], {}
-    for item in heldout:
-        doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate", command=command)
-        means = doc["files"]["means"]
-        tested[label(item["dataset"])] = means["candidate"][metric]
+    out = Check()
+    heldout = list(cfg.promote.heldout)
+    for k, item in enumerate(heldout, 1):
         where = f"{label(item['dataset'])} {item['split']}"
+        say(f"[{k}/{len(heldout)}] held out: evaluating {where} ({', '.join(configs)})")
+        doc = eval_heldout(dataset_config(cfg, item["dataset"]), item["split"], configs, reference="candidate", command=command)
+        means, per_query = doc["files"]["means"], doc["files"].get("per_query", {})
+        out.tested[label(item["dataset"])] = means["candidate"][metric]
+        if per_query:
+            out.differences += [per_query["candidate"][q][metric] - per_query["current"][q][metric] for q in per_query["candidate"]]
         for name, allowed in [(metric, tol), *dict(cfg.promote.get("guards") or {}).items()]:
             cur, new = means["current"][name], means["candidate"][name]
             ok = new >= cur - float(allowed)
-            verdicts.append(ok)
-            lines.append(f"{where}: {name} {cur:.4f} -> {new:.4f} ({'ok' if ok else f'WORSE by more than {allowed}'})")
-            print(lines[-1], flush=True)
+            out.verdicts.append(ok)
+            out.lines.append(f"{where}: {name} {cur:.4f} -> {new:.4f} ({'ok' if ok else f'WORSE by more than {allowed}'})")
+            say(out.lines[-1])
         for name, (diff, p, lost) in losses(doc, metric, alpha).items():
-            verdicts.append(not lost)
-            lines.append(f"{where}: {metric} against {name} {-diff:+.4f} (p {p:.4f}{', a significant LOSS' if lost else ''})")
-            print(lines[-1], flush=True)
-    return verdicts, lines, tested
+            out.verdicts.append(not lost)
+            out.lines.append(f"{where}: {metric} against {name} {-diff:+.4f} (p {p:.4f}{', a significant LOSS' if lost else ''})")
+            say(out.lines[-1])
+    return out
 
 
-def _update_baselines(cfg, repo: Path, command: str) -> None:
-    """Every regression baseline describes the old defaults now, held out here or not (CI gates on them)."""
-    for baseline in sorted((repo / "reports" / "baselines").glob("*.json")):
-        named = json.loads(baseline.read_text(encoding="utf-8"))
-        if not (repo / "configs" / "dataset" / f"{named['dataset']}.yaml").is_file():
-            print(f"not updated: {baseline} (no configs/dataset/{named['dataset']}.yaml to evaluate it with)")
-            continue
-        # evaluated afresh: Corpus.open reads the defaults just written
-        write_baseline_of(eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None, command=command), baseline, repo / "reports")
-        print(f"updated {baseline}")
+def promoted_difference(study, check: Check) -> tuple[float, str]:
+    """The difference the promotion claims: the study's gain over the current defaults on its training
+    data (recorded by the sweep), else the mean held-out difference itself."""
+    best = study.best_trial
+    reference = study.user_attrs.get("defaults_value")
+    if reference is not None:
+        return float(best.value) - float(reference), "the study's gain on its training data"
+    return (float(np.mean(check.differences)) if check.differences else 0.0), "the mean held-out difference"
+
+
+def power_line(cfg, study, check: Check) -> tuple[bool, str]:
+    """Whether the held-out check can detect the promoted difference (power >= promote.min_power), and the figure."""
+    effect, what = promoted_difference(study, check)
+    alpha, least = float(cfg.promote.get("alpha", 0.05)), float(cfg.promote.get("min_power", 0.8))
+    d = np.asarray(check.differences)
+    pw = power(d, effect, alpha)
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+    line = (f"power {pw:.2f} to detect {effect:+.4f} ({what}) over {len(d)} held-out queries "
+            f"(sd of the paired differences {sd:.4f}, alpha {alpha}; at least {least} asked)")
+    return pw >= least, line
+
+
+def stage_and_swap(cfg, repo: Path, candidate: Params, provenance: list[str], command: str, say,
+                   defaults_path: Path = DEFAULTS_PATH, hold=lambda step: None) -> None:
+    """Write the new defaults, and every baseline and report evaluated under them, into a staging
+    folder; then swap them all in at once (lab/swap.py)."""
+    staging = staging_root(repo)
+    recover(staging)
+    staging.mkdir(parents=True)
+    staged_defaults = staging / "defaults.toml"
+    staged_defaults.write_text(defaults_path.read_text(encoding="utf-8"), encoding="utf-8")
+    write_defaults(candidate, provenance, staged_defaults)
+    pairs = [(staged_defaults, defaults_path)]
+    hold("staged-defaults")
+    baselines = sorted((repo / "reports" / "baselines").glob("*.json"))
+    with defaults_from(staged_defaults):  # the baselines describe the new defaults, not yet in force
+        for k, baseline in enumerate(baselines, 1):
+            named = json.loads(baseline.read_text(encoding="utf-8"))
+            if not (repo / "configs" / "dataset" / f"{named['dataset']}.yaml").is_file():
+                say(f"not updated: {baseline} (no configs/dataset/{named['dataset']}.yaml to evaluate it with)")
+                continue
+            say(f"[{k}/{len(baselines)}] baseline: evaluating {named['dataset']} {named['split']} under the new defaults")
+            doc = eval_heldout(dataset_config(cfg, named["dataset"]), named["split"], None, command=command)
+            staged_reports = staging / "reports"
+            write_baseline_of(doc, staging / "baselines" / baseline.name, staged_reports)
+            pairs.append((staging / "baselines" / baseline.name, baseline))
+            pairs += [(p, repo / "reports" / p.name) for p in sorted(staged_reports.glob(f"{doc['dataset']}-{doc['split']}.*"))]
+            hold("baseline")
+    swap(staging, pairs, hold)
+    say(f"wrote {defaults_path} and {len(pairs) - 1} baseline and report files, together")
+
+
+@contextlib.contextmanager
+def defaults_from(path: Path) -> Iterator[None]:
+    """For the duration, ragx reads its shipped defaults from `path` (config.load_settings's first layer)."""
+    import ragx.config as config
+
+    before = config.DEFAULTS_PATH
+    config.DEFAULTS_PATH = path
+    try:
+        yield
+    finally:
+        config.DEFAULTS_PATH = before
 
 
 @package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
-def promote(cfg, repo: Path, command: str = "python -m lab promote") -> int:
-    """`command`: the promotion as it was typed (with its overrides), recorded in what it writes."""
-    heldout = list(cfg.promote.heldout or [])
-    if not heldout or any(not item.get("dataset") or not item.get("split") for item in heldout):
-        raise UsageError("promote.heldout must name at least one {dataset, split}: a winner is never promoted unchecked")
-    check_not_heldout(cfg, "promote")  # the study's training data (as configured) is never held-out data
-    study = _study(cfg, heldout)
-    old = current_defaults()
-    candidate, reranked = _candidate(cfg, study, old)
-    if candidate is None:
+def promote(cfg, repo: Path, command: str = "python -m lab promote", defaults_path: Path = DEFAULTS_PATH) -> int:
+    """`command`: the promotion as it was typed (with its overrides), recorded in what it writes.
+    Nothing outside the staging folder changes until every file is ready; then all change together."""
+    from .batches import hold
+
+    def say(line: str) -> None:
+        print(f"lab promote: {line}", flush=True)
+
+    restored = recover(staging_root(repo))
+    if restored:
+        say(f"an interrupted promotion was rolled back: {', '.join(restored)}")
+    study, candidate, reranked, refusal = winner(cfg)
+    if refusal:
+        say(f"refused: {refusal}")
         return 1
+    old, best = current_defaults(), study.best_trial
     configs = {"current": spec_of(old, old, reranked), "candidate": spec_of(candidate, old, reranked), "hybrid": hybrid_spec(candidate)}
-    verdicts, lines, tested = _held_out(cfg, heldout, configs, command)
-    metric, best = cfg.promote.metric, study.best_trial
-    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), tested, metric)
+    check = check_heldout(cfg, configs, command, say)
+    hold("heldout")
+    metric = cfg.promote.metric
+    gaps = train_test_gaps(best.user_attrs, list(train_sets(cfg)), check.tested, metric)
     for line in gaps:
-        print(f"train/test gap: {line}", flush=True)
-    if not all(verdicts):
-        print(f"lab promote: refused: the winner of {cfg.promote.study_name} loses on a held-out split (lines above)")
+        say(f"train/test gap: {line}")
+    if not all(check.verdicts):
+        say(f"refused: the winner of {cfg.promote.study_name} loses on a held-out split (lines above)")
+        return 1
+    powered, line = power_line(cfg, study, check)
+    say(line)
+    if not powered and not cfg.promote.get("force", False):
+        say("refused: the held-out check is too small to detect the promoted difference (promote.force=true promotes anyway)")
         return 1
     provenance = [
-        f"promoted {dt.date.today().isoformat()} from study {cfg.promote.study_name} (trial #{best.number}, "
-        f"{'+'.join(train_sets(cfg))} {cfg.split}, {metric} {best.user_attrs.get(metric, best.value):.4f}); "
-        "held-out `ragx eval`, current -> promoted:",
-        *lines,
-        *(f"train/test gap: {line}" for line in gaps),
+        f"promoted {dt.date.today().isoformat()} from study {cfg.promote.study_name} (trial #{best.number}, {'+'.join(train_sets(cfg))} "
+        f"{cfg.split}, {metric} {best.user_attrs.get(metric, best.value):.4f}); held-out `ragx eval`, current -> promoted:",
+        *check.lines, f"held-out {line}", *(f"train/test gap: {g}" for g in gaps),
     ]
-    write_defaults(candidate, provenance)
-    print(f"wrote {DEFAULTS_PATH}")
-    _update_baselines(cfg, repo, command)
+    stage_and_swap(cfg, repo, candidate, provenance, command, say, defaults_path, hold)
     return 0

@@ -12,7 +12,6 @@ reads chunk texts from the store only for pairs the score file lacks.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,13 +20,6 @@ from ragx.models.rerank_cache import score_keys
 from ragx.scoring.candidates import Candidates
 from ragx.scoring.params import Params
 from ragx.scoring.score import prepare
-
-SCORES_FILE = "rerank-scores.sqlite"  # beside the pass caches, one for every dataset and build
-
-
-def scores_path(pass_root: Path) -> Path:
-    return pass_root / SCORES_FILE
-
 
 class ShortlistScorer:
     """Fills a pass's rerank scores for a configuration's shortlist, from chunk ids."""
@@ -66,13 +58,11 @@ class ShortlistScorer:
         return dataclasses.replace(c, rerank=rerank, rerank_model=self.reranker.name)
 
 
-def shortlist_scorer(corpus: Any, pass_root: Path) -> ShortlistScorer | None:
+def shortlist_scorer(corpus: Any) -> ShortlistScorer | None:
     """The corpus's configured reranker (`[rerank] model`, e.g. from ~/.ragxrc, as `ragx eval` reads it)
-    with its score file beside the pass caches (unless the corpus was given one); None when no
-    reranker is configured."""
+    behind the one rerank-score cache every caller shares (`Corpus.reranker`: <ragx cache>/rerank/
+    scores.sqlite unless the corpus was given another file): a pair `ragx eval`, a query or the MCP
+    server scored is never scored again by a sweep, nor the reverse. None when no reranker is configured."""
     if corpus is None or not corpus.settings.rerank.model.strip():
         return None
-    if corpus.rerank_scores is None and corpus.loaded("reranker") is None:
-        corpus.rerank_scores = scores_path(pass_root)  # the live checks of this corpus share the file
-    reranker = corpus.reranker
-    return ShortlistScorer(reranker, corpus.searcher.store)
+    return ShortlistScorer(corpus.reranker, corpus.searcher.store)

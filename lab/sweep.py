@@ -23,10 +23,12 @@ from ragx.scoring.params import Params
 
 from .builds import build, prepare
 from .caches import read_ref, shared_passes
-from .cluster import optimize, rdb_storage
+from .batches import run_batches
+from .cluster import rdb_storage
 from .passes import load_cache
 from .rerank import shortlist_scorer
 from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
+from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
@@ -115,7 +117,7 @@ def load_passes(cfg, reporter=None, dataset=None) -> dict[str, dict[str, Any]]:
         if built:
             print(f"lab: cached passes for build {b['name']} in {folder}", flush=True)
         passes, meta = load_cache(folder)
-        scorer = shortlist_scorer(corpus, root)
+        scorer = shortlist_scorer(corpus)
         out[b["name"]] = {"passes": passes, "meta": meta, "corpus": corpus, "queries": queries, "scorer": scorer}
     return out
 
@@ -211,23 +213,6 @@ def sampler_seed(seed: int, worker: int, trials_in_study: int) -> int:
     return int(seed) + worker + 1_000_003 * trials_in_study
 
 
-def _objective(evaluate, space: dict, defaults, builds: list[str], worker: int):
-    """Optuna's objective: a trial's build and params suggested, re-scored by `evaluate`, its metrics kept."""
-
-    def objective(trial):
-        trial.set_user_attr("worker", f"{socket.gethostname()}/{worker}")
-        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
-        params = suggest(trial, space, defaults)
-        started = time.perf_counter()
-        value, attrs = evaluate(params, name)
-        trial.set_user_attr("rescore_seconds", time.perf_counter() - started)  # vs the trial's wall time: overheads
-        for metric, v in attrs.items():
-            trial.set_user_attr(metric, v)
-        return value
-
-    return objective
-
-
 def _open_study(cfg, worker: int, sets: list[str], bm25: dict):
     """The study (created, or loaded to resume) with this worker's sampler and what it is tuned on."""
     import optuna
@@ -238,12 +223,28 @@ def _open_study(cfg, worker: int, sets: list[str], bm25: dict):
         direction="maximize",
         load_if_exists=True,
     )
-    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
     # what the study was tuned on: promotion refuses a study whose training data is held out
     study.set_user_attr("train_sets", sorted(set(study.user_attrs.get("train_sets", [])) | set(sets)))
     study.set_user_attr("train_splits", sorted(set(study.user_attrs.get("train_splits", [])) | {str(cfg.split)}))
     study.set_user_attr("bm25", bm25)
     return study
+
+
+def _batch_functions(evaluate, space: dict, defaults, builds: list[str], me: str, run_id: str):
+    """(propose, evaluate_many) for lab.batches.run_batches: a trial's build and params suggested; a
+    batch re-scored together, each trial's metrics, worker, MLflow run and share of the time kept."""
+
+    def propose(trial) -> tuple[str, Params]:
+        name = trial.suggest_categorical("build", builds) if len(builds) > 1 else builds[0]
+        return name, suggest(trial, space, defaults)
+
+    def evaluate_many(proposals: list[tuple[str, Params]]) -> list[tuple[float, dict[str, Any]]]:
+        began = time.perf_counter()
+        results = evaluate.many(proposals)
+        each = (time.perf_counter() - began) / len(proposals)  # vs the trial's wall time: overheads
+        return [(v, {"worker": me, "mlflow_run": run_id, "rescore_seconds": each, **attrs}) for v, attrs in results]
+
+    return propose, evaluate_many
 
 
 @package_search_defaults()
@@ -255,7 +256,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     check_sweep_config(cfg)  # before any pass is built
-    sets = load_training(cfg, load_passes)
+    sets = load_training(cfg, load_passes, IndexProgress())
     data = builds_of(sets)
     # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults), with the BM25
     # the passes were scored with (caps.bm25_*): what every trial's lexical scores are
@@ -268,25 +269,20 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     evaluate = Objective(sets, objective_name, defaults, cfg.get("guard", 1.0))
     names = "+".join(sets)
 
-    objective = _objective(evaluate, space, defaults, builds, worker)
     study = _open_study(cfg, worker, list(sets), bm25)
+    sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
+    before = rerank_counts(data)  # pairs this worker computes or reads: its trials' and the defaults' below
+    # the current defaults' objective on the same training data: the gain a promotion claims (lab/promote.py)
+    study.set_user_attr("defaults_value", evaluate(defaults, builds[0])[0])
     start_tracking(cfg)
     per_worker = n_trials if n_trials is not None else (None if study_trials else int(cfg.sweep.n_trials))
     with mlflow.start_run(run_name=f"{cfg.optuna.study_name}-w{worker}") as active:
-        mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": names, "split": cfg.split, "worker": worker,
-                         "host": socket.gethostname(), "pid": os.getpid()})
-        mlflow.log_params({"dataset": names, "split": cfg.split, "objective": objective_name, "n_trials": per_worker, "study_trials": study_trials,
-                           "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
-                           "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
-        mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
-
-        def track(study, trial):
-            if trial.value is not None:
-                mlflow.log_metrics({"objective": trial.value, **metric_names(trial.user_attrs)}, step=trial.number)
-
+        run_id = active.info.run_id
+        _log_run(cfg, names, per_worker, study_trials, builds, space, evaluate, data, worker)
+        propose, evaluate_many = _batch_functions(evaluate, space, defaults, builds, f"{socket.gethostname()}/{worker}", run_id)
         started = time.perf_counter()
-        before = rerank_counts(data)
-        trials = optimize(study, objective, [track], per_worker, study_trials)
+        trials = run_batches(study, sampler, propose, evaluate_many, lambda written: track_trials(run_id, written),
+                             batch=int(cfg.optuna.get("batch") or 1), per_worker=per_worker, study_trials=study_trials)
         seconds = time.perf_counter() - started
         counts = {k: v - before[k] for k, v in rerank_counts(data).items()}
         mlflow.log_metric("sweep_seconds", seconds)
@@ -295,9 +291,51 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         best = study.best_trial
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
-        run_id = active.info.run_id
     return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
             "rerank": counts, "evaluate": evaluate}
+
+
+def _log_run(cfg, names: str, per_worker, study_trials, builds: list[str], space: dict, evaluate, data: dict, worker: int) -> None:
+    """The worker's MLflow run: what it tunes, on what, and the index manifests of its passes."""
+    import mlflow
+
+    mlflow.set_tags({"study": cfg.optuna.study_name, "dataset": names, "split": cfg.split, "worker": worker,
+                     "host": socket.gethostname(), "pid": os.getpid()})
+    mlflow.log_params({"dataset": names, "split": cfg.split, "objective": cfg.sweep.objective, "n_trials": per_worker, "study_trials": study_trials,
+                       "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
+                       "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
+    mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
+
+
+def make_sampler(optuna_cfg, seed: int) -> Any:
+    """`optuna.sampler`: tpe (a batch's trials spread by the constant liar), random, or qmc (scrambled
+    Sobol points, seeded per worker so that workers draw different points)."""
+    import optuna
+
+    from ragx.errors import UsageError
+
+    kind = str(optuna_cfg.get("sampler") or "tpe")
+    if kind == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if kind == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
+    raise UsageError(f"optuna.sampler={kind!r}: tpe, random or qmc")
+
+
+def track_trials(run_id: str, trials: list[Any], client: Any = None) -> None:
+    """Every written trial's objective and numeric attributes at step = its number, in as few
+    `log_batch` calls as MLflow allows (1,000 values each)."""
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(key, float(value), now, t.number)
+               for t in trials for key, value in {"objective": t.value, **metric_names(t.user_attrs)}.items()]
+    client = client or MlflowClient()
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start:start + 1000], synchronous=True)
 
 
 def rerank_counts(data: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -362,6 +400,15 @@ def sensitivity(evaluate: Callable[[Params], float], best: Params, space: dict[s
     return out
 
 
+IMPORTANCE = "fANOVA (optuna.importance.FanovaImportanceEvaluator, seed 0)"  # the one evaluator of every importance
+
+
+def importance_evaluator():
+    import optuna
+
+    return optuna.importance.FanovaImportanceEvaluator(seed=0)
+
+
 def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, objective: str) -> list[Path]:
     import matplotlib
 
@@ -372,32 +419,43 @@ def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, ob
 
     folder.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, fn in (("history", ovm.plot_optimization_history), ("importances", ovm.plot_param_importances)):
+    plots: list[tuple[str, Any, dict[str, Any], str]] = [("history", ovm.plot_optimization_history, {}, "optimization history"),
+             ("importances", ovm.plot_param_importances, {"evaluator": importance_evaluator()}, f"importances: {IMPORTANCE}")]
+    for name, fn, kwargs, title in plots:
         try:
-            ax: Any = fn(study)  # optuna annotates Axes; some plots return an array of Axes
+            ax: Any = fn(study, **kwargs)  # optuna annotates Axes; some plots return an array of Axes
             fig = cast(Figure, ax.figure if hasattr(ax, "figure") else ax[0].figure)  # a top-level figure
             fig.set_size_inches(8, 4.5)
+            fig.axes[0].set_title(title, fontsize=10)
             fig.tight_layout()
             fig.savefig(folder / f"{name}.png", dpi=110)
             plt.close(fig)
             made.append(folder / f"{name}.png")
         except Exception as exc:  # noqa: BLE001 - a plot that cannot be drawn (too few trials) is skipped
             print(f"lab: no {name} plot ({exc})", flush=True)
-    n = len(sens)
-    cols = 4
+    made.append(sensitivity_plot(sens, best_value, objective, folder / "sensitivity.png"))
+    return made
+
+
+def sensitivity_plot(sens: dict[str, list], best_value: float, objective: str, path: Path) -> Path:
+    """One panel per knob: the objective's difference from the best trial as the knob moves alone, on
+    one shared y axis (a 0.006 dip looks as small as it is next to a 0.1 one)."""
+    import matplotlib.pyplot as plt
+
+    n, cols = len(sens), 4
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False, sharey=True)
     for ax, (name, (grid, values)) in zip(axes.flat, sens.items()):
-        ax.plot(grid, values, marker="o", ms=3)
-        ax.axhline(best_value, color="grey", lw=0.6, ls="--")
+        ax.plot(grid, np.asarray(values) - best_value, marker="o", ms=3)
+        ax.axhline(0.0, color="grey", lw=0.6, ls="--")
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle(f"{objective} varying one knob around the best trial", fontsize=10)
+    for row in axes:
+        row[0].set_ylabel(f"{objective} - best", fontsize=8)
+    fig.suptitle(f"{objective} varying one knob around the best trial ({best_value:.4f}), difference from it", fontsize=10)
     fig.tight_layout()
-    fig.savefig(folder / "sensitivity.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    made.append(folder / "sensitivity.png")
-    return made
-
+    return path

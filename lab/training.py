@@ -20,10 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ragx.eval.metrics import Evaluator
 from ragx.scoring.params import Params
 
 from .configs import dataset_config, train_sets
-from .rescore import rescore
+from .rescore import rescore_means
 
 
 def objective_value(means: dict[str, float], objective: str) -> float:
@@ -52,6 +53,7 @@ class Objective:
     def __init__(self, sets: dict[str, dict[str, dict[str, Any]]], objective: str, defaults: Params, guard: float):
         self.sets, self.objective, self.guard = sets, objective, float(guard)
         self.qrels = {s: qrels_of(builds) for s, builds in sets.items()}  # once, not per trial
+        self.evaluators = {s: Evaluator(q) for s, q in self.qrels.items()}
         base = next(iter(next(iter(sets.values()))))  # the first build: the sweep's base index
         self.references = ({s: objective_value(self.set_means(s, base, defaults), objective) for s in sets}
                            if len(sets) > 1 else {})
@@ -59,11 +61,24 @@ class Objective:
     def set_means(self, name: str, build: str, params: Params) -> dict[str, float]:
         """One set's metrics under `params`, re-scored offline on `build`'s passes."""
         d = self.sets[name][build]
-        return rescore(d["passes"], params, self.qrels[name], d["meta"]["paths"], d["scorer"]).means
+        return rescore_means(d["passes"], [params], self.evaluators[name], d["meta"]["paths"], d["scorer"])[0]
 
     def __call__(self, params: Params, build: str) -> tuple[float, dict[str, float]]:
         per_set = {s: self.set_means(s, build, params) for s in self.sets}
         return self.combine(per_set)
+
+    def many(self, proposals: list[tuple[str, Params]]) -> list[tuple[float, dict[str, float]]]:
+        """(objective, attributes) of each (build, params), the same floats as calling the objective on
+        each: every set's configurations of one build measured in one `rescore_means` call."""
+        per_set: list[dict[str, dict[str, float]]] = [{} for _ in proposals]
+        for build in dict.fromkeys(b for b, _ in proposals):
+            picked = [k for k, (b, _) in enumerate(proposals) if b == build]
+            for s, builds in self.sets.items():
+                d = builds[build]
+                means = rescore_means(d["passes"], [proposals[k][1] for k in picked], self.evaluators[s], d["meta"]["paths"], d["scorer"])
+                for k, m in zip(picked, means):
+                    per_set[k][s] = m
+        return [self.combine(p) for p in per_set]
 
     def combine(self, per_set: dict[str, dict[str, float]]) -> tuple[float, dict[str, float]]:
         """(objective, attributes) from each set's metrics (see the module docstring)."""

@@ -501,6 +501,14 @@ def _drifted(diff) -> dict[str, list[str]]:
     }
 
 
+def time_filter(since: str | None, until: str | None, recent: bool = False, oldest: bool = False) -> Any:
+    """The `time` argument of `Corpus.query` from --since/--until dates and the --recent/--oldest boosts
+    (a bad date is a UsageError): the web page builds it as the CLI does."""
+    from .file_context import time_options
+
+    return time_options(since, until, recent, oldest)
+
+
 def version_info(root: str | Path | None = None) -> dict[str, Any]:
     try:
         settings = load_settings(resolve_root(root), warn=False)
@@ -540,4 +548,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Corpus", "IndexReport", "open_collection", "version_info", "CorruptIndexError"]
+__all__ = ["Corpus", "IndexReport", "open_collection", "time_filter", "version_info", "CorruptIndexError"]

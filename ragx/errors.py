@@ -8,7 +8,8 @@ keeps credentials out of every message: the CLI and the MCP server both print `s
 from __future__ import annotations
 
 import errno
-import re
+
+from .redact import redact
 
 EXIT_OK = 0
 EXIT_EMPTY = 1  # success, but nothing to show (no results, a failed doctor check)
@@ -18,16 +19,6 @@ EXIT_ERROR = 2
 # generation folder and its SQLite rows in one step, so a run that fails leaves the last index as it was.
 KEPT = "nothing indexed was lost"
 REBUILD = "delete the .ragx folder and run `ragx index` (your files are not touched)"
-
-# scheme://user:password@host -> scheme://***@host; also api_key=..., token=... in query strings.
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@'\"]+@")
-_SECRET_PARAM = re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|token|password|secret)=[^&\s'\"]+")
-
-
-def redact(text: str) -> str:
-    """`text` with the credentials of any URL in it replaced by ***: messages may quote a base_url."""
-    return _SECRET_PARAM.sub(r"\1=***", _USERINFO.sub(r"\1***@", text))
-
 
 class RagxError(Exception):
     """Base of every error ragx reports to a user. `str(err)` is the one line printed on stderr."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from .redact import redact
+
 __all__ = ["reset_warnings", "warn", "warn_once"]
 
 _warned: set[str] = set()
@@ -17,7 +19,7 @@ _warned_lock = threading.Lock()
 
 def warn(message: str, program: str = "ragx") -> None:
     """Print ``<program>: warning: <message>`` on stderr now."""
-    print(f"{program}: warning: {message}", file=sys.stderr, flush=True)
+    print(f"{program}: warning: {redact(message)}", file=sys.stderr, flush=True)
 
 
 def warn_once(key: str, message: str) -> bool:

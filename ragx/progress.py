@@ -8,7 +8,8 @@ line every few seconds (done/total, rate, ETA) that a log file, CI or an agent r
             ...
             advance(len(batch))          # thread-safe; call it from any thread
 
-`total=None` when the amount is not known (the line then shows done and rate, no ETA). The plain line is
+`total=None` when the amount is not known (the line then shows done and rate, no ETA); `unit=""` for
+work that is not counted at all (a heartbeat: "indexing: elapsed 1:05"). The plain line is
 written by a timer thread, so it appears every `every` seconds even while one step takes longer than
 that, and once more at the end ("done"). `RAGX_PROGRESS=plain|bar|off` overrides the choice (plain in
 a terminal, nothing at all); `RAGX_PROGRESS_SECONDS` sets the plain line's interval (default 5).
@@ -57,7 +58,10 @@ def _clock(seconds: float) -> str:
 
 
 def plain_line(label: str, done: int, total: int | None, unit: str, elapsed: float, *, finished: bool = False) -> str:
-    """One progress line: "embedding: 640/2,000 texts (32%), 41.3 texts/s, elapsed 0:15, ETA 0:33"."""
+    """One progress line: "embedding: 640/2,000 texts (32%), 41.3 texts/s, elapsed 0:15, ETA 0:33";
+    with no unit (a heartbeat: work that is not counted) only "indexing: elapsed 0:15"."""
+    if not unit:
+        return f"{label}: {'done, ' if finished else ''}elapsed {_clock(elapsed)}"
     rate = done / elapsed if elapsed > 0 else 0.0
     count = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)" if total else f"{done:,} {unit}"
     parts = [f"{label}: {'done ' if finished else ''}{count}", f"{rate:.1f} {unit}/s", f"elapsed {_clock(elapsed)}"]
@@ -69,10 +73,10 @@ def plain_line(label: str, done: int, total: int | None, unit: str, elapsed: flo
 class _PlainTicker:
     """Counts what is done and writes `plain_line` every `every` seconds from a daemon thread."""
 
-    def __init__(self, label: str, total: int | None, unit: str, stream: IO[str], every: float):
+    def __init__(self, label: str, total: int | None, unit: str, stream: IO[str], every: float, started: float | None = None):
         self.label, self.total, self.unit, self.stream, self.every = label, total, unit, stream, every
         self.done = 0
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"progress:{label}", daemon=True)
@@ -102,7 +106,7 @@ class _PlainTicker:
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         self._stop.set()
         self._thread.join()
-        if exc_type is None:
+        if exc_type is None and self.unit:  # a heartbeat ends without a line: what follows says what happened
             self._write(finished=True)
 
 
@@ -110,7 +114,8 @@ class _PlainTicker:
 def _bar(label: str, total: int | None, unit: str, console: Any, transient: bool) -> Iterator[Advance]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = ((TextColumn(label), BarColumn(), TimeElapsedColumn()) if not unit else
+               (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()))
     if console is None:
         from rich.console import Console
 
@@ -122,12 +127,14 @@ def _bar(label: str, total: int | None, unit: str, console: Any, transient: bool
 
 @contextmanager
 def progress(label: str, total: int | None = None, unit: str = "items", *, console: Any = None,
-             stream: IO[str] | None = None, transient: bool = False, every: float | None = None) -> Iterator[Advance]:
+             stream: IO[str] | None = None, transient: bool = False, every: float | None = None,
+             started: float | None = None) -> Iterator[Advance]:
     """Report the progress of the work inside the `with` on stderr; yields `advance(n=1)`.
 
     `console`: the rich Console a bar draws on (the CLI passes its stderr console, so warnings printed
     meanwhile land above the bar); `stream`: where plain lines go (default sys.stderr, read at call time);
-    `transient`: the bar disappears when done; `every`: seconds between plain lines."""
+    `transient`: the bar disappears when done; `every`: seconds between plain lines; `started`: the
+    time.monotonic() the plain line's elapsed time counts from (default: now)."""
     out = stream if stream is not None else sys.stderr
     mode = _mode(out)
     if mode == "off":
@@ -136,5 +143,5 @@ def progress(label: str, total: int | None = None, unit: str = "items", *, conso
         with _bar(label, total, unit, console, transient) as advance:
             yield advance
     else:
-        with _PlainTicker(label, total, unit, out, every if every is not None else _interval()) as ticker:
+        with _PlainTicker(label, total, unit, out, every if every is not None else _interval(), started) as ticker:
             yield ticker.advance

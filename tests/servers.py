@@ -72,8 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def _embeddings(self, fake: "FakeOpenAI", body: Any) -> None:
-        if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-            self._send(401, {"error": {"message": "Incorrect API key provided"}})
+        expected = fake.authorization or (f"Bearer {fake.api_key}" if fake.api_key else None)
+        if expected and self.headers.get("Authorization") != expected:
+            # as real servers do, the refusal quotes what it was sent (a client must not print it)
+            self._send(401, {"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}"}})
             return
         inputs = body.get("input") if isinstance(body, dict) else None
         if isinstance(inputs, str):
@@ -122,6 +124,7 @@ class FakeOpenAI:
     def __init__(self, embedder: Any = None, *, api_key: str | None = None, served_model: str | None = None, port: int = 0):
         self.embedder = embedder
         self.api_key = api_key
+        self.authorization: str | None = None  # the exact Authorization header required (e.g. "Basic ...")
         self.served_model = served_model
         self.requests: list[dict[str, Any]] = []
         self.failures: deque = deque()

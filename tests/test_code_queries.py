@@ -3,6 +3,7 @@ prior (ingest/file_roles.py, scoring/score.py role_prior)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -110,3 +111,26 @@ def test_query_features_issues_searches_the_prose_not_the_pasted_code(tmp_path, 
     assert lexical_files("off")[0] == "fruit.md"        # the pasted snippet's words dominate
     assert lexical_files("issues") == ["sessions.py"]   # the prose names the redirect and the body
     corpus.close()
+
+
+def test_the_code_that_answers_outranks_the_readme_that_quotes_the_question(tmp_path, fake_model):
+    from ragx.api import Corpus
+
+    question = "how are chunk ids kept stable across index runs"
+    (tmp_path / "README.md").write_text(f"# Demo\n\nTry it:\n\n    ragx query \"{question}\"\n")
+    (tmp_path / "plan.py").write_text("def stable_chunk_ids(old, new):\n"
+                                      "    '''Chunk ids are kept across index runs: an unchanged chunk keeps its id.'''\n"
+                                      "    return {key: old.get(key, key) for key in new}\n")
+    (tmp_path / "test_plan.py").write_text("def test_ids():\n    assert stable_chunk_ids({}, {}) == {}\n")
+    Corpus.open(tmp_path).index()
+
+    def first(**priors) -> str:
+        settings = Corpus.open(tmp_path).settings
+        corpus = Corpus(tmp_path, dataclasses.replace(settings, search=settings.search.replace(**priors)))
+        try:
+            return corpus.query(question, files_only=True)["results"][0]["file"]
+        finally:
+            corpus.close()
+
+    assert first() == "plan.py"                                                   # the shipped priors
+    assert first(prior_test=1.0, prior_example=1.0, prior_doc=1.0) != "plan.py"   # without them a quote wins

@@ -12,9 +12,9 @@ REPO = Path(__file__).resolve().parent.parent
 SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|CREATE (TABLE|INDEX|VIRTUAL|TEMP)|"
                  r"DROP (TABLE|INDEX)|PRAGMA \w+)\b", re.DOTALL)
 STORE = REPO / "ragx" / "index" / "store"  # a package: one module per table family
-# Optuna's own database (its heartbeat table, and PostgreSQL's advisory lock for a study's budget), not
-# ragx's index: nothing of the store to route it through.
-NOT_OURS = {REPO / "lab" / "cluster.py"}
+# Optuna's own database (its heartbeat table, PostgreSQL's advisory lock for a study's budget, and a
+# batch of finished trials bulk-inserted into its tables), not ragx's index: nothing of the store to route it through.
+NOT_OURS = {REPO / "lab" / "cluster.py", REPO / "lab" / "trial_store.py"}
 # Other SQLite files than the index, each with its SQL in one module of its own (path: why).
 OTHER_STORES = {
     REPO / "ragx" / "models" / "rerank_store.py": "the rerank-score cache's own file (scores.sqlite), not the index",

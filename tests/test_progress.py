@@ -89,3 +89,29 @@ def test_index_with_stderr_not_a_terminal_writes_progress_lines(tmp_path, capsys
     lines = [line for line in err.splitlines() if line.startswith("embedding:")]
     assert len(lines) >= 3 and all(LINE.match(line) for line in lines), err
     assert lines[-1].startswith("embedding: done 12/12")
+
+
+def test_a_heartbeat_line_says_only_the_elapsed_time():
+    assert plain_line("indexing", 0, None, "", 65.0) == "indexing: elapsed 1:05"
+
+
+def test_index_beats_before_and_after_embedding_when_stderr_is_a_file(tmp_path, capsys, monkeypatch, fake_model):
+    """The rest of an index run (scan, chunk, graph, communities, BM25, write) is not silent either."""
+    import ragx.index.build as build
+
+    real = build._commit
+
+    def slow_commit(*args, **kwargs):
+        time.sleep(0.3)  # the stages after embedding, made long enough to see
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "_commit", slow_commit)
+    monkeypatch.delenv("RAGX_PROGRESS", raising=False)
+    monkeypatch.setenv("RAGX_PROGRESS_SECONDS", "0.05")
+    for i in range(3):
+        (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nriver {i}\n")
+    code, _, err = call(capsys, "index", "--root", str(tmp_path))
+    lines = err.splitlines()
+    done = next(i for i, line in enumerate(lines) if line.startswith("embedding: done"))
+    assert code == 0 and any(re.match(r"^indexing: elapsed \d+:\d\d$", line) for line in lines[done + 1:]), err
+    assert lines[-1].startswith("updated:") and not any("indexing: done" in line for line in lines)  # a heartbeat ends silently

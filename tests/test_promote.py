@@ -7,6 +7,7 @@ import json
 import random
 import tomllib
 
+import pytest
 from cli_runner import call
 from fakes import TOPICS, beir_folder
 
@@ -19,11 +20,26 @@ from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
     path = tmp_path / "defaults.toml"
+    path.write_text(DEFAULTS_PATH.read_text(encoding="utf-8"), encoding="utf-8")
+    write_defaults(current_defaults(), ["promoted in a test"], path)
+    once = path.read_text(encoding="utf-8")
+    write_defaults(current_defaults(), ["promoted in a test"], path)
+    assert path.read_text(encoding="utf-8") == once
+
+
+def test_a_promotion_keeps_every_comment_of_the_defaults(tmp_path):
+    """tomlkit round trip: every comment line of defaults.toml (the 20-odd lines explaining the search
+    settings included) is still there, in order, after two promotions; only the provenance block changes."""
+    path = tmp_path / "defaults.toml"
     text = DEFAULTS_PATH.read_text(encoding="utf-8")
     path.write_text(text, encoding="utf-8")
-    provenance = [line[2:] for line in text.split("[search]\n")[1].splitlines() if line.startswith("# ")][2:]
-    write_defaults(current_defaults(), provenance, path)
-    assert path.read_text(encoding="utf-8") == text
+    write_defaults(current_defaults().replace(decay=0.25), ["first promotion"], path)
+    write_defaults(current_defaults().replace(decay=0.3, hops=1), ["second promotion", "with two lines"], path)
+    comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    after = path.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in after if line.lstrip().startswith("#") and "promotion" not in line and line != "# with two lines"]
+    assert kept == comments and len([c for c in comments if c.startswith("# ")]) > 20
+    assert "# second promotion" in after and "# first promotion" not in after
 
 
 def test_a_promotion_changes_only_the_search_table(tmp_path):
@@ -81,8 +97,11 @@ def test_a_promotion_writes_the_shipped_defaults_plus_the_winner_never_the_rc_se
     written = []
     monkeypatch.setattr(promote_module, "eval_heldout", fake_eval)
     monkeypatch.setattr(promote_module, "dataset_config", lambda cfg, name: {"name": name})
-    monkeypatch.setattr(promote_module, "write_defaults", lambda params, provenance: written.append(params))
-    assert promote_module.promote(cfg, tmp_path) == 0
+    monkeypatch.setattr(promote_module, "write_defaults", lambda params, provenance, path: written.append(params))
+    defaults = tmp_path / "defaults.toml"
+    defaults.write_text(DEFAULTS_PATH.read_text(encoding="utf-8"), encoding="utf-8")
+    cfg.promote.force = True  # the fake check has no per-query figures: no power to speak of
+    assert promote_module.promote(cfg, tmp_path, defaults_path=defaults) == 0
     assert seen == [shipped["link_weight"]] and len(written) == 1
     assert written[0].link_weight == shipped["link_weight"] != 0.2
     assert written[0].dense_weight == pytest.approx(0.5)
@@ -146,3 +165,112 @@ def test_the_held_out_sides_are_the_pipelines_ragx_query_would_run():
     assert hybrid.params.anchor_dense == 0 and hybrid.params.anchor_lexical == 0
     graph = old.replace(hops=2, max_frontier=50)
     assert parse_config("hybrid=" + hybrid_spec(graph), old).budget == graph.dense_n + graph.lexical_n + 2 * 50
+
+
+# A promotion in its own process, on a scratch repository, with a fake held-out check whose candidate
+# gains `gain` on each of `n` queries (noise sd 0.2); argv: repo, optuna URL, n, gain, force.
+PROMOTE = '''
+import json, sys
+from pathlib import Path
+import numpy as np, optuna
+import lab.promote as pm
+from lab.configs import compose
+repo, url, n, gain, force = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+rng = np.random.default_rng(0)
+cur = rng.uniform(0.2, 0.8, n)
+new = cur + gain + rng.normal(0, 0.2, n)
+def fake_eval(dataset, split, configs, reference=None, command=""):
+    if configs is None:  # a baseline under the (staged) new defaults
+        return {"dataset": "tiny", "split": split, "command": command, "files": {"means": {"default": {"nDCG@10": 0.6}}}}
+    means = {"current": {"nDCG@10": float(cur.mean()), "R@100": 0.9}, "candidate": {"nDCG@10": float(new.mean()), "R@100": 0.9}}
+    per_query = {"current": {f"q{i}": {"nDCG@10": float(v)} for i, v in enumerate(cur)},
+                 "candidate": {f"q{i}": {"nDCG@10": float(v)} for i, v in enumerate(new)}}
+    return {"files": {"means": means, "per_query": per_query}, "comparisons": {"configs": {"current": {"nDCG@10": {"diff": -gain, "p": 0.01}}}}}
+def fake_baseline(doc, baseline, reports):
+    baseline.parent.mkdir(parents=True, exist_ok=True)
+    baseline.write_text(json.dumps({"dataset": "tiny", "split": "test", "new": True}))
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "tiny-test.md").write_text("new report")
+pm.eval_heldout, pm.write_baseline_of = fake_eval, fake_baseline
+pm.dataset_config = lambda cfg, name: {"name": name}
+cfg = compose([f"cache_root={repo / 'cache'}", f"optuna.storage={url}", "optuna.study_name=winner",
+               "promote.heldout=[{dataset:tiny,split:test}]", f"promote.force={force}"])
+sys.exit(pm.promote(cfg, repo, defaults_path=repo / "defaults.toml"))
+'''
+
+
+def scratch_repo(tmp_path):
+    import optuna
+
+    from lab.sweep import storage_url
+
+    repo = tmp_path / "repo"
+    (repo / "reports" / "baselines").mkdir(parents=True)
+    (repo / "configs" / "dataset").mkdir(parents=True)
+    (repo / "configs" / "dataset" / "tiny.yaml").write_text("name: tiny\n")
+    (repo / "reports" / "baselines" / "tiny-test.json").write_text('{"dataset": "tiny", "split": "test", "old": true}')
+    (repo / "reports" / "tiny-test.md").write_text("old report")
+    (repo / "defaults.toml").write_text(DEFAULTS_PATH.read_text(encoding="utf-8"), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="winner", storage=storage_url(url, tmp_path), direction="maximize")
+    study.set_user_attr("defaults_value", 0.50)
+    study.add_trial(optuna.trial.create_trial(params={"dense_weight": 0.25}, value=0.55, user_attrs={"nDCG@10": 0.55},
+                                              distributions={"dense_weight": optuna.distributions.FloatDistribution(0.0, 1.0)}))
+    (tmp_path / "promote.py").write_text(PROMOTE)
+    return repo, url
+
+
+def state_of(repo) -> dict:
+    return {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file() and "cache" not in p.parts}
+
+
+def run_promote(tmp_path, repo, url, n, gain, force="false", hold=""):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "RAGX_LAB_HOLD": hold}
+    args = [sys.executable, str(tmp_path / "promote.py"), str(repo), url, str(n), str(gain), force]
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_underpowered_held_out_check_is_refused_with_its_power(tmp_path):
+    repo, url = scratch_repo(tmp_path)
+    before = state_of(repo)
+    small = run_promote(tmp_path, repo, url, 40, 0.05)
+    out, _ = small.communicate(timeout=300)
+    assert small.returncode == 1, out
+    line = next(x for x in out.splitlines() if x.startswith("lab promote: power "))
+    assert "to detect +0.0500 (the study's gain on its training data) over 40 held-out queries" in line
+    assert float(line.split()[3]) < 0.8 and "too small to detect" in out
+    assert state_of(repo) == before
+    forced = run_promote(tmp_path, repo, url, 40, 0.05, force="true")
+    assert forced.wait(timeout=300) == 0 and state_of(repo) != before
+
+
+@pytest.mark.parametrize("step", ["heldout", "staged-defaults", "baseline", "journal", "swap"])
+def test_a_promotion_killed_at_any_step_leaves_the_old_state(tmp_path, step):
+    import os
+    import signal
+
+    from lab.swap import recover, staging_root
+
+    repo, url = scratch_repo(tmp_path)
+    before = state_of(repo)
+    proc = run_promote(tmp_path, repo, url, 2000, 0.05, hold=f"{step}:120")
+    assert proc.stderr is not None
+    line = ""
+    while not line.startswith("lab: holding at") and proc.poll() is None:
+        line = proc.stderr.readline()
+    assert line.startswith(f"lab: holding at {step}"), line
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    recover(staging_root(repo))  # what the next `python -m lab` command does first
+    assert state_of(repo) == before
+    done = run_promote(tmp_path, repo, url, 2000, 0.05)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 0, out + err
+    after = state_of(repo)
+    assert after["reports/tiny-test.md"] == b"new report" and b'"new": true' in after["reports/baselines/tiny-test.json"]
+    assert b"dense_weight = 0.25" in after["defaults.toml"]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from .. import schemas
-from ..errors import redact
+from ..redact import redact
 
 # The exit code when the reader closes stdout early (`ragx query ... | head -1`): what a shell reports for
 # a program SIGPIPE ended (128 + 13). Typer would exit 1, which here means "no results".

@@ -4,7 +4,9 @@
 # string (compile + eval) on each start-up.
 
 import dataclasses
-from typing import Annotated, Callable, ContextManager
+import time
+from contextlib import ExitStack, contextmanager
+from typing import Annotated, Callable, Iterator
 
 import typer
 
@@ -16,10 +18,40 @@ from .app import JsonOpt, RootOpt, app, counted, emit_json, err
 
 
 class RichReporter:
-    """An index run's progress on stderr (ragx/progress.py: a bar on a terminal, plain lines elsewhere)."""
+    """An index run's progress on stderr (ragx/progress.py: a bar on a terminal, plain lines elsewhere):
+    embedding counted, and inside `run()` a heartbeat for the rest (scan, chunk, ANN index, graph,
+    communities, BM25, write), so a log never stays silent while the run works."""
 
-    def embedding(self, total: int) -> ContextManager[Callable[[int], None]]:
-        return progress("embedding", total=total, unit="texts", console=err)  # texts: chunks and anchor texts
+    def __init__(self) -> None:
+        self._beat: ExitStack | None = None   # the heartbeat, while one runs
+        self._started = time.monotonic()      # the heartbeat's elapsed time is the run's
+
+    def _heartbeat(self, on: bool) -> None:
+        if self._beat is not None:
+            self._beat.close()
+            self._beat = None
+        if on:
+            self._beat = ExitStack()
+            self._beat.enter_context(progress("indexing", unit="", console=err, transient=True, started=self._started))
+
+    @contextmanager
+    def run(self) -> Iterator[None]:
+        self._started = time.monotonic()
+        self._heartbeat(True)
+        try:
+            yield
+        finally:
+            self._heartbeat(False)
+
+    @contextmanager
+    def embedding(self, total: int) -> Iterator[Callable[[int], None]]:
+        beating = self._beat is not None
+        self._heartbeat(False)  # one display at a time: rich draws one live bar
+        try:
+            with progress("embedding", total=total, unit="texts", console=err) as advance:  # texts: chunks and anchor texts
+                yield advance
+        finally:
+            self._heartbeat(beating)
 
     def warn(self, message: str) -> None:
         warn(message)
@@ -38,7 +70,9 @@ def index_command(
     """Index new and changed files, drop deleted ones, and repair the graph around them."""
     corpus = Corpus.open(root)
     err.print(f"indexing {corpus.root}")
-    report = corpus.index(full=full, reporter=RichReporter())
+    reporter = RichReporter()
+    with reporter.run():
+        report = corpus.index(full=full, reporter=reporter)
     what = "rebuilt" if full else "updated"
     err.print(
         f"{what}: files {report.new} new, {report.changed} changed, {report.deleted} deleted, "

@@ -23,7 +23,7 @@ def query_command(
     json_out: JsonOpt = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show why each result ranked: its seed ranks (and, with --graph, the edges that led to it).")] = False,
     graph: Annotated[Optional[bool], typer.Option(
-        "--graph/--no-graph", help="Spread heat over the similarity graph (off by default: no measured gain, see README).")] = None,
+        "--graph/--no-graph", help="Spread heat over the similarity graph (off by default: no measured gain, see docs/eval.md).")] = None,
     no_lexical: Annotated[bool, typer.Option("--no-lexical", help="No BM25 leg.")] = False,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Skip LLM query expansion.")] = False,

@@ -30,13 +30,34 @@ def recall_depth(metric: str) -> int | None:
     return None
 
 
-def _calc(measures: dict, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    by_name = {str(m): name for name, m in measures.items()}
-    per_query: dict[str, dict[str, float]] = {qid: {name: 0.0 for name in measures} for qid in qrels}
-    # trec_eval skips queries absent from the run; an empty ranking must still count as zero.
-    for row in ir_measures.iter_calc(list(measures.values()), qrels, {q: r for q, r in run.items() if r}):
-        per_query[row.query_id][by_name[str(row.measure)]] = float(row.value)
-    return per_query
+class Evaluator:
+    """ir-measures' evaluator of one measure table against one set of labels, reused across runs: the
+    labels are prepared once (the lab measures thousands of runs against the same labels)."""
+
+    def __init__(self, qrels: dict[str, dict[str, int]], measures: dict | None = None) -> None:
+        self.qrels, self.measures = qrels, MEASURES if measures is None else measures
+        self._calc = ir_measures.evaluator(list(self.measures.values()), qrels)
+        # rows carry the very measure objects asked for: naming them by identity saves ir_measures'
+        # repr-based hashing on every row (by name when a provider hands back another object)
+        self._by_id = {id(m): name for name, m in self.measures.items()}
+        self._by_str = {str(m): name for name, m in self.measures.items()}
+
+    def per_query(self, run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        per_query: dict[str, dict[str, float]] = {qid: dict.fromkeys(self.measures, 0.0) for qid in self.qrels}
+        # trec_eval skips queries absent from the run; an empty ranking must still count as zero.
+        for row in self._calc.iter_calc({q: r for q, r in run.items() if r}):
+            per_query[row.query_id][self._by_id.get(id(row.measure)) or self._by_str[str(row.measure)]] = float(row.value)
+        return per_query
+
+    def __call__(self, run: dict[str, dict[str, float]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """`evaluate(qrels, run)` of the "ir" metric set: (mean per metric, per query per metric)."""
+        per_query = self.per_query(run)
+        return _means(per_query, METRIC_NAMES), per_query
+
+
+def _means(per_query: dict[str, dict[str, float]], names) -> dict[str, float]:
+    n = len(per_query)
+    return {name: (sum(q[name] for q in per_query.values()) / n if n else 0.0) for name in names}
 
 
 def evaluate(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
@@ -44,12 +65,8 @@ def evaluate(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
     """(mean per metric, per query per metric) of the metric set `metrics` ("ir" or "code"). A query with
     no results scores 0 on everything."""
     if metrics == "code":
-        raw = _calc(CODE_MEASURES, qrels, run)
+        raw = Evaluator(qrels, CODE_MEASURES).per_query(run)
         per_query = {q: {name: (float(r[ACCURACY[name]] >= _ALL_IN) if name in ACCURACY else r[name]) for name in CODE_METRIC_NAMES}
                      for q, r in raw.items()}
-    else:
-        per_query = _calc(MEASURES, qrels, run)
-    names = METRIC_SETS[metrics]
-    n = len(per_query)
-    means = {name: (sum(q[name] for q in per_query.values()) / n if n else 0.0) for name in names}
-    return means, per_query
+        return _means(per_query, CODE_METRIC_NAMES), per_query
+    return Evaluator(qrels)(run)

@@ -87,3 +87,23 @@ def correct(comparisons: list[Comparison]) -> None:
     for c, q in zip(comparisons, np.atleast_1d(adjusted).tolist()):
         c.p_adjusted = float(min(1.0, q))
         c.significant = c.p_adjusted < ALPHA
+
+
+def power(differences: np.ndarray, effect: float, alpha: float = ALPHA) -> float:
+    """The chance that a two-sided paired test at `alpha` over these many queries detects a true mean
+    difference of `effect`, with the spread of the observed per-query `differences`: the paired t-test's
+    power from the noncentral t distribution (the randomization test above approaches the t-test at
+    these sample sizes). 0 with fewer than two queries; 1 for a nonzero effect on differences that
+    never vary."""
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=np.float64)
+    n = len(d)
+    if n < 2 or effect == 0:
+        return 0.0 if n < 2 else float(alpha)
+    sd = float(np.std(d, ddof=1))
+    if sd <= TIE:
+        return 1.0
+    df, shift = n - 1, abs(effect) * np.sqrt(n) / sd
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    return float(stats.nct.sf(crit, df, shift) + stats.nct.cdf(-crit, df, shift))

@@ -226,7 +226,7 @@ def _repaired_graph(store: Store, vec: _Vectors, change: ChangeSet, manifest: di
     """An incremental run: the lists the change reaches (repair.py), the graph rows they touch."""
     assert vec.old is not None
     live = vec.live
-    exact = exact_is_cheap(len(change.new_ids) + len(change.removed), len(live))
+    exact = exact_is_cheap(len(live))
     rep = repair_knn(store, change.removed, change.new_ids, change.new_vecs, vec.kept_old, live, vec.of,
                      vec.every() if exact else None, vec.ann, settings.graph.k, settings.graph.min_sim)
     graph, graph_from = _graph_after(vec.old, live, rep, manifest)

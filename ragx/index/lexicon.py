@@ -1,7 +1,7 @@
 """BM25's own index: each term's postings (chunk, term frequency) in arrays stored with the generation.
 
 Why not FTS5's `bm25()` alone: it spends ~2 us on every matching row, so a 4-word query matching 9k of
-a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (notes/lexical-at-scale.md).
+a million chunks took 18-28 ms of a 30 ms budget, and a common word 1.7 s (docs/notes/lexical-at-scale.md).
 Here a query reads its few terms' postings and scores them with numpy. The FTS5 table stays (a
 generation written before the postings is searched through it); the terms are FTS5's own
 (fts_tokens.py) and the score is FTS5's formula, so both paths rank alike, and k1, b and the variant

@@ -131,7 +131,7 @@ def is_pdf(path: str) -> bool:
 
 # Why an install without pypdf (a tool install without the extra) skips a PDF. Said as a skipped file
 # (`ragx status`'s not_indexed, the index run's summary), never as drift that indexing would not clear.
-PDF_UNAVAILABLE = 'PDF text needs pypdf, which this install lacks (install ragx with its "pdf" extra: ragx[pdf])'
+PDF_UNAVAILABLE = 'PDF text needs pypdf, which this install lacks (the "pdf" extra; docs/install.md shows how to add it)'
 
 
 @functools.cache

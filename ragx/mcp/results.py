@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import schemas
 from ..errors import as_ragx_error
+from ..redact import redact
 from .stdio import shown
 
 log = logging.getLogger("ragx.mcp")
@@ -46,7 +47,7 @@ def _shown(value: Any) -> Any:
 
 def failed(message: str) -> dict[str, Any]:
     # shown: a message naming a path that is not UTF-8 (the corpus root's) must still reach the client
-    return {"content": [{"type": "text", "text": shown(message)}], "isError": True}
+    return {"content": [{"type": "text", "text": shown(redact(message))}], "isError": True}
 
 
 def answer(tool: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..config import check_bound
 from ..errors import ConfigError, ProviderError
+from ..redact import basic_auth, redact, remember, without_userinfo
 from .base import ProgressFn, WordPieceCounter, check_batch, required
 
 __all__ = [
@@ -71,7 +72,11 @@ def resolve_base_url(configured: str) -> str:
     url = (configured or "").strip() or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"base_url must be an http(s) URL like {DEFAULT_BASE_URL}, got {url!r}")
+        raise ValueError(f"base_url must be an http(s) URL like {DEFAULT_BASE_URL}, got {redact(url)!r}")
+    try:
+        parsed.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        raise ValueError(f"base_url {redact(url)!r} has a port that is not a number") from None
     return url.rstrip("/")
 
 
@@ -85,8 +90,11 @@ def resolve_api_key(api_key_env: str, section: str) -> str | None:
                 f"{section}.api_key_env names the environment variable {name}, which is not set "
                 f"(export {name}=<key>, or set {section}.api_key_env = \"\" for a server without keys)"
             )
+        remember(value)  # a server may echo it back in an error: never shown (ragx/redact.py)
         return value
-    return os.environ.get("OPENAI_API_KEY", "").strip() or None
+    fallback = os.environ.get("OPENAI_API_KEY", "").strip() or None
+    remember(fallback)
+    return fallback
 
 
 def bundled_tokenizer() -> Path:
@@ -144,7 +152,9 @@ class JsonClient:
         check_bound(f"{section}.timeout", timeout)
         check_bound(f"{section}.max_retries", max_retries)
         api_key = resolve_api_key(api_key_env, section)
-        self.base_url = base_url.rstrip("/")
+        # user:password@ in the URL is basic authentication; http.client would read it as the host
+        # ("nonnumeric port", "cannot resolve the host name"), so it leaves the URL here
+        self.base_url, userinfo = without_userinfo(base_url.rstrip("/"))
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.role = role
@@ -154,6 +164,8 @@ class JsonClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ragx"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        elif userinfo is not None:
+            self._headers["Authorization"] = basic_auth(*userinfo)
         host = urllib.parse.urlsplit(self.base_url).hostname
         # Loopback servers are reached directly even when the environment names a proxy.
         handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []

@@ -146,6 +146,16 @@ class EmbeddingPool:
     def token_counter(self):
         return self._first.token_counter()
 
+    @property
+    def base_url(self) -> str:
+        """Every server, as base_url lists them (what `ragx doctor` names)."""
+        return ", ".join(s.url for s in self.servers)
+
+    @property
+    def served_model(self) -> str | None:
+        """The model id the servers report, once one answered."""
+        return next((s.engine.served_model for s in self.servers if s.engine.served_model), None)
+
     def __repr__(self) -> str:
         return f"EmbeddingPool({[s.url for s in self.servers]}, in_flight={self.in_flight})"
 

@@ -371,8 +371,12 @@ def _generation_bytes(root: Path) -> dict:
             "gen_linked_mb": sum(s.st_size for s in files if s.st_nlink > 1) / 2**20}
 
 
-def _edit_one_file(root: Path, folder: int = 0) -> None:
-    victim = sorted(root.glob(f"d{folder:04d}/*.md"))[0]
+def _edit_one_file(root: Path, which: int = 0) -> None:
+    """Append a section to a file: the first of folder `which`, or (fewer folders: 10k chunks have one)
+    the next file of a folder already edited."""
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("d"))
+    files = sorted(folders[which % len(folders)].glob("*.md"))
+    victim = files[(which // len(folders)) % len(files)]
     backup = root.parent / "edited.orig"
     if not backup.exists():  # --keep-corpus restores it
         shutil.copy2(victim, backup)

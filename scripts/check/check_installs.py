@@ -40,6 +40,27 @@ NOTES = {
     "gamma.md": "# Garden\n\nPrune roses in winter, just above an outward-facing bud.\n",
 }
 QUESTION, EXPECTED = "when did the lighthouse lamp stop working", "alpha.md"
+PDF_TEXT = "Harbour board minutes: the dredging contract was renewed for five years."
+# The paths that read PDFs (pypdf installed); the tool installs list the PDF as skipped, with the reason.
+READS_PDF = {"full", "light"}
+
+
+def tiny_pdf(text: str) -> bytes:
+    """A one-page PDF showing `text` (Helvetica), written by hand so this script needs no pypdf."""
+    stream = f"BT /F1 11 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
 
 
 def install_blocks(readme: Path = ROOT / "README.md") -> dict[str, str]:
@@ -102,14 +123,28 @@ def first_use(name: str, ragx: Path, work: Path, env: dict[str, str]) -> None:
     elsewhere.mkdir()
     for file, text in NOTES.items():
         (corpus / file).write_text(text, encoding="utf-8")
+    (corpus / "minutes.pdf").write_bytes(tiny_pdf(PDF_TEXT))
     report = json.loads(run(name, [str(ragx), "index", "--root", str(corpus), "--json"], elsewhere, env))
     say(name, f"index: {report['files']} files, {report['chunks']} chunks in {report['seconds']:.1f} s")
+    check_pdf(name, ragx, corpus, elsewhere, env)
     doc = json.loads(run(name, [str(ragx), "query", QUESTION, "--root", str(corpus), "--json", "--top", "3"], elsewhere, env))
     top = doc["results"][0]["file"] if doc["results"] else None
     say(name, f"query {QUESTION!r}: top result {top}")
     if top != EXPECTED:
         say(name, f"FAILED: expected {EXPECTED}")
         raise SystemExit(1)
+
+
+def check_pdf(name: str, ragx: Path, corpus: Path, elsewhere: Path, env: dict[str, str]) -> None:
+    """Indexed where pypdf is installed; elsewhere skipped with the reason, and no drift left behind."""
+    status = json.loads(run(name, [str(ragx), "status", "--root", str(corpus), "--json"], elsewhere, env))
+    skipped = {row["path"]: row["reason"] for row in status.get("not_indexed", {}).get("skipped", [])}
+    indexed = status["files"] == len(NOTES) + 1
+    expected = name in READS_PDF
+    if status["drift"]["new"] or indexed != expected or (not expected and "pypdf" not in skipped.get("minutes.pdf", "")):
+        say(name, f"FAILED: the PDF: files {status['files']}, drift {status['drift']}, skipped {skipped}")
+        raise SystemExit(1)
+    say(name, "PDF indexed" if indexed else f"PDF skipped, no drift: {skipped['minutes.pdf']}")
 
 
 def check_full(block: str, work: Path, env: dict[str, str]) -> None:

