@@ -56,7 +56,7 @@ def cmd_cache(cfg, overrides) -> int:
 def cmd_sweep(cfg, overrides) -> int:
     import mlflow
 
-    from .sweep import live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
+    from .sweep import IMPORTANCE, live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
 
     worker = int(option(overrides, "worker", "0"))
     trials = option(overrides, "trials", "")
@@ -96,6 +96,7 @@ def cmd_sweep(cfg, overrides) -> int:
         "best": {"number": best.number, "value": best.value, "params": best.params, "metrics": best.user_attrs},
         "sensitivity": sens,
         "importances": _importances(study),
+        "importances_evaluator": IMPORTANCE,
         "pass_cache_seconds": {b: data[b]["meta"]["seconds"] for b in data},
         "rerank_pairs": out["rerank"],  # cross-encoder pairs this worker's trials computed / read from the cache
         "mlflow_run": out["run_id"],
@@ -114,8 +115,10 @@ def cmd_sweep(cfg, overrides) -> int:
 def _importances(study) -> dict[str, float]:
     import optuna
 
+    from .sweep import importance_evaluator
+
     try:
-        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)).items()}
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=importance_evaluator()).items()}
     except Exception:  # noqa: BLE001 - too few completed trials
         return {}
 

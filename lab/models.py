@@ -277,7 +277,7 @@ def run(cfg, repo: Path) -> dict[str, Any]:
         table += f"\nno comparison across models: the reference model {cfg.model_reference} was not measured\n"
     (out / "table.md").write_text(table, encoding="utf-8")
     if records:
-        plot(records, out / "plot.png", title)
+        plot(records, cross, cfg.model_reference, out / "plot.png", title)
     summary = {"dataset": cfg.dataset.name, "split": cfg.split, "reference": cfg.model_reference, "records": records, "failed": failed,
                "cross_model": {p: {m: c.to_json() for m, c in fam.items()} for p, fam in cross.items()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
@@ -314,22 +314,31 @@ def markdown(records: list[dict[str, Any]], cross, reference: str, title: str, f
     return "\n".join(lines) + "\n"
 
 
-def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
+def plot(records: list[dict[str, Any]], cross, reference: str, path: Path, title: str) -> None:
+    """Left: each model's difference from the reference model, per preset, with its 95% CI (the paired
+    test's BCa bootstrap), around 0, not raw scores from 0; right: indexing speed against the hybrid's score."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     presets = list(records[0]["means"])
+    others = [r for r in records if r["model"] != reference]
     fig, (bars, speed) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1]})
-    width = 0.8 / len(records)
-    for k, r in enumerate(records):
-        bars.bar(np.arange(len(presets)) + k * width, [r["means"][p] for p in presets], width, label=r["model"])
+    width = 0.8 / max(len(others), 1)
+    for k, r in enumerate(others):
+        found = [cross.get(p, {}).get(r["model"]) for p in presets]
+        diff = [c.diff if c else np.nan for c in found]
+        err = np.array([[c.diff - c.ci[0], c.ci[1] - c.diff] if c else [np.nan, np.nan] for c in found]).T
+        bars.bar(np.arange(len(presets)) + k * width, diff, width, yerr=err, capsize=3, label=r["model"])
+    for r in records:
         speed.scatter(r["chunks_per_s"], r["means"]["hybrid"], s=40)
         speed.annotate(r["model"], (r["chunks_per_s"], r["means"]["hybrid"]), fontsize=8)
+    bars.axhline(0.0, color="grey", lw=0.8)
     bars.set_xticks(np.arange(len(presets)) + 0.4 - width / 2, presets)
-    bars.set_ylabel(METRIC)
-    bars.legend(fontsize=8)
+    bars.set_ylabel(f"{METRIC} - {reference}'s (95% CI)")
+    if others:
+        bars.legend(fontsize=8)
     speed.set_xlabel("chunks/s (indexing, this machine)")
     speed.set_ylabel(f"hybrid {METRIC}")
     fig.suptitle(title)

@@ -125,6 +125,18 @@ class Corpus:
         if callable(prepare):
             prepare()
 
+    def export_index(self, target: Path, *, force: bool = False) -> dict[str, Any]:
+        """Write the committed index and its fingerprint to the archive `target` (ragx.export.v1's payload)."""
+        from .index.transfer import export_index
+
+        return export_index(self, target, force=force)
+
+    def import_index(self, source: Path, *, force: bool = False) -> dict[str, Any]:
+        """Install the archive `source` as this corpus's index; the files that differ (ragx.import.v1's payload)."""
+        from .index.transfer import import_index
+
+        return import_index(self, source, force=force)
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
@@ -489,6 +501,14 @@ def _drifted(diff) -> dict[str, list[str]]:
     }
 
 
+def time_filter(since: str | None, until: str | None, recent: bool = False, oldest: bool = False) -> Any:
+    """The `time` argument of `Corpus.query` from --since/--until dates and the --recent/--oldest boosts
+    (a bad date is a UsageError): the web page builds it as the CLI does."""
+    from .file_context import time_options
+
+    return time_options(since, until, recent, oldest)
+
+
 def version_info(root: str | Path | None = None) -> dict[str, Any]:
     try:
         settings = load_settings(resolve_root(root), warn=False)
@@ -528,4 +548,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Corpus", "IndexReport", "open_collection", "version_info", "CorruptIndexError"]
+__all__ = ["Corpus", "IndexReport", "open_collection", "time_filter", "version_info", "CorruptIndexError"]

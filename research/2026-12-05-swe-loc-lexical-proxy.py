@@ -10,10 +10,11 @@ measured on it, each against the plain ranking with the paired test of ragx/eval
     prior w    a file's score times w when it is a test, example or doc (ingest/file_roles.py) and
                source code is among the matches: the rule of [search] prior_* (scoring/score.py).
 
-Only TRAIN instances (requests, flask, seaborn) are read; pytest (test) never is. The prior's weight
-grid is fixed beforehand: 1.0, 0.9, ..., 0.1.
+The choice reads TRAIN instances only (requests, flask, seaborn); the prior's weight grid is fixed
+beforehand: 1.0, 0.9, ..., 0.1. `test` then runs the choice (w = CHOSEN, features off, as shipped in
+ragx/defaults.toml) once on pytest, nothing else.
 
-    PYTHONPATH=. python research/2026-12-05-swe-loc-lexical-proxy.py ../shared/data/swe-loc /tmp/swe-trees
+    PYTHONPATH=. python research/2026-12-05-swe-loc-lexical-proxy.py ../shared/data/swe-loc /tmp/swe-trees [train|test]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ragx.ingest.file_roles import OTHER, SOURCE, role_of
 from ragx.search.query_features import lexical_text
 
 GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+CHOSEN = 0.6  # on train (the docstring's rule); the weight ragx/defaults.toml ships
 DEPTH = 100
 
 
@@ -45,10 +47,10 @@ def weighted(run: dict[str, float], w: float) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def rankings(data: Path, work: Path) -> list[tuple[str, str, tuple[str, ...], dict[str, float], dict[str, float]]]:
-    """Per train instance: (id, repo, gold, bm25s over the issue's words, bm25s over lexical_text)."""
+def rankings(data: Path, work: Path, split: str) -> list[tuple[str, str, tuple[str, ...], dict[str, float], dict[str, float]]]:
+    """Per instance of `split`: (id, repo, gold, bm25s over the issue's words, bm25s over lexical_text)."""
     out = []
-    for repo, instances in load_instances(data, "train").items():
+    for repo, instances in load_instances(data, split).items():
         checkout = Checkout(bundle_path(data, repo), folder_for(work, repo))
         for inst in instances:
             checkout.move_to(inst.tag)
@@ -74,10 +76,13 @@ def show(name: str, runs: dict[str, dict[str, float]], base: dict[str, dict[str,
     print(f"{name:>16}: " + "; ".join(cells))
 
 
-def main(data: str, work: str) -> None:
-    rows = rankings(Path(data), Path(work))
+def main(data: str, work: str, split: str = "train") -> None:
+    rows = rankings(Path(data), Path(work), split)
     base = metrics(rows, lambda plain, feat: plain)
     show("bm25s", base, base)
+    if split == "test":
+        show(f"prior {CHOSEN}", metrics(rows, lambda plain, feat: weighted(plain, CHOSEN)), base)
+        return
     show("bm25s+features", metrics(rows, lambda plain, feat: feat), base)
     for w in GRID[1:]:
         show(f"prior {w}", metrics(rows, lambda plain, feat, w=w: weighted(plain, w)), base)
@@ -85,4 +90,4 @@ def main(data: str, work: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

@@ -281,3 +281,18 @@ def test_a_set_that_types_its_queries_is_also_reported_by_type(tmp_path, capsys,
     per_query = doc["files"]["per_query"]["hybrid"]
     assert doc["by_type"]["linked"]["means"]["hybrid"]["nDCG@10"] == pytest.approx(np.mean([per_query[q]["nDCG@10"] for q in linked]))
     assert "nDCG@10 by query type" in out_err
+
+
+def test_the_power_of_a_paired_check_follows_the_t_test():
+    """power(d, effect): the two-sided paired t-test's power at these many queries and this spread; the
+    textbook figure for n = 40, sd 0.2, effect 0.05 (noncentrality 1.58) is about a third."""
+    import numpy as np
+
+    from ragx.eval.stats import power
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(0, 1, 40)
+    d = (d - d.mean()) / d.std(ddof=1) * 0.2  # exactly sd 0.2
+    assert 0.32 < power(d, 0.05) < 0.36
+    assert power(d, 0.05) < power(np.tile(d, 10), 0.05) and power(np.tile(d, 10), 0.05) > 0.99
+    assert power(d, 0.0) == 0.05 and power(d[:1], 0.05) == 0.0

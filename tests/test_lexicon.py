@@ -19,6 +19,7 @@ from ragx.config import load_settings
 from ragx.errors import ManifestMismatchError
 from ragx.index.build import run_index
 from ragx.index.fts_tokens import FTS_TOKENIZER, shared
+from ragx.index.identifiers import with_identifier_parts
 from ragx.index.layout import Layout
 from ragx.index import lexicon as lexicon_module
 from ragx.index.lexicon import Lexicon, LexiconPart
@@ -44,7 +45,9 @@ def fts5_scores(texts: dict[int, str], query: str) -> dict[int, float]:
     """FTS5's own bm25() over an FTS5 table of `texts` (chunk id -> text), higher is better."""
     db = sqlite3.connect(":memory:")
     db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
-    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", texts.items())
+    # the postings read each piece with its identifiers' parts (ragx/index/identifiers.py): so does this table
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)",
+                   [(i, " ".join(map(with_identifier_parts, t.split()))) for i, t in texts.items()])
     expression = " OR ".join(f'"{w}"' for w in query_words(query))
     return {i: -s for i, s in db.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?", (expression,))}
 
@@ -65,7 +68,7 @@ def test_tricky_words_become_fts5s_terms():
     db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
     words = " ".join(TRICKY).split()
-    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(words))
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(map(with_identifier_parts, words)))
     expected: dict[int, list[str]] = {}
     for term, doc, _, _ in sorted(db.execute("SELECT term, doc, col, offset FROM v"), key=lambda r: (r[1], r[3])):
         expected.setdefault(doc, []).append(term)

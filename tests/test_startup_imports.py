@@ -72,9 +72,9 @@ def test_help_still_lists_every_command(capsys):
 # Never needed to print help: what the commands themselves load (numpy, the text console and help
 # formatter, the MCP SDK, the model and evaluation libraries).
 NOT_FOR_HELP = ("numpy._core", "rich", "markdown_it", "pygments", "mcp", "mcp_types", "pydantic", "onnxruntime", "tokenizers",
-                "ir_measures", "scipy", "usearch", "ragx.eval.report", "ragx.index.build")
-COMMANDS = ("config", "data", "doctor", "eval", "export", "import", "index", "init", "inspect", "mcp", "models", "query", "status",
-            "version")
+                "ir_measures", "scipy", "usearch", "ragx.eval.report", "ragx.index.build", "starlette", "uvicorn", "jinja2")
+COMMANDS = ("config", "data", "doctor", "eval", "export", "import", "index", "init", "inspect", "mcp", "models", "query", "serve",
+            "status", "version")
 
 
 @pytest.mark.parametrize("args", [["--help"], [], *([c, "--help"] for c in COMMANDS), ["config", "get", "--help"], ["data", "beir", "--help"]])

@@ -23,7 +23,7 @@ from .app import PIPE_CLOSED, app, invocation, visible
 COMMAND_MODULES = {
     "config": "config_cmd", "data": "data_cmd", "doctor": "doctor_cmd", "eval": "eval_cmd",
     "index": "index_cmd", "init": "init_cmd", "inspect": "inspect_cmd", "mcp": "mcp_cmd",
-    "query": "query_cmd", "status": "status_cmd", "version": "version_cmd",
+    "query": "query_cmd", "serve": "serve_cmd", "status": "status_cmd", "version": "version_cmd",
     "export": "export_cmd", "import": "export_cmd", "models": "models_cmd",
 }
 
@@ -33,7 +33,7 @@ COMMAND_MODULES = {
 # a busy 2-core machine. So does the MCP server's search (its first query's encoder pass in numpy took
 # 1.4 s instead of ~0.05 s on a loaded machine); its index runs embed on onnxruntime's own threads.
 # Set before numpy loads; an explicit setting in the environment wins.
-SINGLE_THREAD_BLAS = {"query", "status", "inspect", "mcp"}
+SINGLE_THREAD_BLAS = {"query", "status", "inspect", "mcp", "serve"}
 
 
 def _register(args: list[str]) -> None:

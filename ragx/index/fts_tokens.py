@@ -23,6 +23,8 @@ else:  # on `ragx status`'s path, which never needs numpy (lazy.py)
 
     np = lazy_module("numpy")
 
+from .identifiers import with_identifier_parts
+
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 WORDS_REMEMBERED = 50_000  # query words whose terms a process keeps (a long MCP session forgets, then relearns)
 BREAK = "\x00"  # between two texts of a joined block (no terms: a control character is a separator)
@@ -44,7 +46,8 @@ class PieceTokens:
         """(index of the piece each term comes from, the terms): every term of every piece, in reading order."""
         with self._lock:
             self._db.execute("BEGIN")  # one transaction for the batch, not one per piece
-            self._db.executemany("INSERT INTO piece(rowid, x) VALUES (?, ?)", enumerate(pieces))
+            # each piece with its identifiers' parts and joined forms (identifiers.py), for documents and queries alike
+            self._db.executemany("INSERT INTO piece(rowid, x) VALUES (?, ?)", enumerate(map(with_identifier_parts, pieces)))
             rows = self._db.execute("SELECT doc, offset, term FROM piece_terms").fetchall()
             self._db.execute("INSERT INTO piece(piece) VALUES ('delete-all')")
             self._db.execute("COMMIT")
@@ -56,12 +59,14 @@ class PieceTokens:
         return doc[order], [rows[i][2] for i in order.tolist()]
 
     def of_words(self, words: list[str]) -> list[str]:
-        """The terms of query words, word by word (a word of letters and digits gives one term, or none)."""
+        """The terms of query words, word by word (a plain word gives one term or none; an identifier its
+        parts and its joined form too: identifiers.py)."""
         known = self._words
         new = [w for w in dict.fromkeys(words) if w not in known]
         if new:
             if len(known) + len(new) > WORDS_REMEMBERED:
-                known.clear()
+                known.clear()  # forgotten: every word of this call is learnt again, not only the new ones
+                new = list(dict.fromkeys(words))
             piece, terms = self.of(new)
             for w in new:
                 known[w] = []

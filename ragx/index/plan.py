@@ -39,8 +39,8 @@ from .store import FileRow, Store
 # payloads left out of chunks; 5 = also JSON-escaped (`\/`) and type-less (`data:;base64,`) payloads;
 # 6 = payloads left out of frontmatter headers, and a body-less note whose description is only a payload
 # falls back to its title; 7 = code cut by its syntax, with its module and definitions' names in each chunk's
-# header (ragx/ingest/code.py).
-CHUNKER_VERSION = 7
+# header (ragx/ingest/code.py); 8 = BM25 terms also split and join identifiers (ragx/index/identifiers.py).
+CHUNKER_VERSION = 8
 
 
 def needs_rechunk(manifest: dict) -> bool:

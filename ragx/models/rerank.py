@@ -79,6 +79,11 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         if self.model.startswith(("/", "./", "../", "~")) and not Path(self.model).expanduser().is_dir():
             raise ProviderError(f"reranker {self.model} unavailable: no such directory (fix rerank.model, or set it to \"\")")
+        from .st_engine import unloadable_here
+
+        unloadable = unloadable_here(self.model)
+        if unloadable:
+            raise ProviderError(f"reranker {self.model} unavailable: {unloadable} (fix rerank.model, or set it to \"\")")
         try:
             from sentence_transformers import CrossEncoder
 

@@ -12,6 +12,8 @@ model's own tokenizer against its ``max_seq_length``, minus the document prefix'
 
 from __future__ import annotations
 
+import os
+
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,7 +26,7 @@ from ..errors import ProviderError
 from ..lazy import once
 from .base import ProgressFn, WordPieceCounter, check_batch, required
 
-__all__ = ["SentenceTransformerEmbedder", "TokenizerCounter", "load_local_first", "quiet_transformers"]
+__all__ = ["SentenceTransformerEmbedder", "TokenizerCounter", "load_local_first", "quiet_transformers", "unloadable_here"]
 
 
 @contextlib.contextmanager
@@ -59,6 +61,50 @@ def load_local_first(cls: Any, model: str, **kwargs: Any) -> Any:
     except Exception:  # noqa: BLE001 - not cached (or not loadable offline): try the hub below
         pass
     return cls(model, **kwargs)
+
+
+def unloadable_here(model: str) -> str | None:
+    """Why `model` cannot be loaded on this machine now, said before torch is imported (tens of
+    seconds on a busy machine), or None: a hub name the local cache lacks while the hub cannot be
+    reached. The hub client would otherwise retry for minutes (395 s seen) before giving up."""
+    if Path(model).expanduser().is_dir():
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None  # sentence-transformers (which needs it) will say what is missing
+    try:
+        if isinstance(try_to_load_from_cache(model, "config.json"), str):
+            return None  # cached: loaded without the network
+    except ValueError:  # not a hub name at all (e.g. a missing local path): the loader says so
+        return None
+    unreachable = hub_unreachable()
+    if unreachable:
+        return f"not in the local model cache, and {unreachable}: download it where the hub answers, or name a local folder"
+    return None
+
+
+HUB_PROBE_SECONDS = 3.0
+
+
+def hub_unreachable() -> str | None:
+    """Why the model hub cannot be asked for a model now, or None when it answers (any HTTP status):
+    HF_HUB_OFFLINE set, or one HEAD request (through the environment's proxies) failing within
+    HUB_PROBE_SECONDS. Called only for a model the local cache lacks."""
+    import urllib.error
+    import urllib.request
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        return "HF_HUB_OFFLINE is set"
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_PROBE_SECONDS):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"the model hub ({endpoint}) cannot be reached ({' '.join(str(reason).split())[:80]})"
 
 
 class TokenizerCounter(WordPieceCounter):
@@ -135,6 +181,9 @@ class SentenceTransformerEmbedder:
         return once(self, "_st", self._lock, self._load_model)
 
     def _load_model(self) -> Any:
+        unloadable = unloadable_here(self.model)
+        if unloadable:
+            raise ProviderError(f"sentence-transformers model {self.model} unavailable: {unloadable} (embeddings.model)")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:

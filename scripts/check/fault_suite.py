@@ -450,6 +450,28 @@ def credentials_2(s: Suite) -> None:
         shutil.rmtree(s.work / "credentials-corpus", ignore_errors=True)
 
 
+@case("hub-offline", "roots")
+def hub_offline(s: Suite) -> None:
+    """Issue 42, item 5: rerank.model = "no/such-model" with no hub kept a query busy 395 s retrying,
+    then exited 0. Now one line within seconds (query: a warning, the results unreranked; doctor: FAIL)."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on: the hub's address, refused at once
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    env = {k: v for k, v in s.env.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_ENDPOINT"] = f"http://127.0.0.1:{closed}"
+    s.write_toml('[rerank]\nmodel = "no/such-model"\n')
+    try:
+        for args, expect in ((("query", "wings"), 0), (("doctor",), 1)):
+            run = s.ragx(*args, "--root", str(s.corpus), env=env, timeout=120)
+            row = s.record('rerank.model = "no/such-model", hub unreachable', "ragx " + " ".join(args), run, expect=expect,
+                           contains=("not in the local model cache",), check_intact=False, note=f"{run.seconds:.1f} s")
+            row.ok = row.ok and run.seconds <= 30  # d78b077: 395 s
+    finally:
+        s.write_toml()
+
+
 # --------------------------------------------------------------------------------------------
 # the disk (item 4)
 
