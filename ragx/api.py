@@ -125,6 +125,18 @@ class Corpus:
         if callable(prepare):
             prepare()
 
+    def export_index(self, target: Path, *, force: bool = False) -> dict[str, Any]:
+        """Write the committed index and its fingerprint to the archive `target` (ragx.export.v1's payload)."""
+        from .index.transfer import export_index
+
+        return export_index(self, target, force=force)
+
+    def import_index(self, source: Path, *, force: bool = False) -> dict[str, Any]:
+        """Install the archive `source` as this corpus's index; the files that differ (ragx.import.v1's payload)."""
+        from .index.transfer import import_index
+
+        return import_index(self, source, force=force)
+
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
         from .doctor import run_doctor
