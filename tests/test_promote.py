@@ -253,7 +253,7 @@ def test_a_promotion_killed_at_any_step_leaves_the_old_state(tmp_path, step):
     import os
     import signal
 
-    from lab.swap import recover, staging_root
+    from lab.swap import exclusive, recover, staging_root
 
     repo, url = scratch_repo(tmp_path)
     before = state_of(repo)
@@ -263,9 +263,13 @@ def test_a_promotion_killed_at_any_step_leaves_the_old_state(tmp_path, step):
     while not line.startswith("lab: holding at") and proc.poll() is None:
         line = proc.stderr.readline()
     assert line.startswith(f"lab: holding at {step}"), line
+    with exclusive(staging_root(repo)) as free:
+        assert not free  # a live promotion holds the lock: no other lab command rolls its swap back
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    recover(staging_root(repo))  # what the next `python -m lab` command does first
+    with exclusive(staging_root(repo)) as free:  # what the next `python -m lab` command does first
+        assert free
+        recover(staging_root(repo))
     assert state_of(repo) == before
     done = run_promote(tmp_path, repo, url, 2000, 0.05)
     out, err = done.communicate(timeout=300)
