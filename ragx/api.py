@@ -17,9 +17,9 @@ from .index.store import ANCHORS_OUTDATED, Store, scan_started
 from .scoring.params import Params
 
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
+    from .eval.beir import Materialised
     from .index.build import IndexReport, Reporter
     from .index.snapshot import Snapshot
-    from .eval.beir import Materialised
 
 
 class Corpus:
@@ -248,9 +248,8 @@ class Corpus:
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
         """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot.
         The document names the target as `what` (`neighbours` is read as `neighbors`)."""
-        from .inspect_args import checked
-
         from .file_context import mark_stale
+        from .inspect_args import checked
 
         name, value = checked(what, arg)
         searcher = self.searcher
