@@ -124,9 +124,9 @@ def _importances(study) -> dict[str, float]:
 
 
 def cmd_promote(cfg, overrides) -> int:
-    from .promote import promote
-
     import shlex
+
+    from .promote import promote
 
     return promote(cfg, REPO, command=shlex.join(["python", "-m", "lab", "promote", *overrides]))
 

@@ -17,17 +17,16 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ragx.eval.presets import EvalConfig
-from ragx.scoring.candidates import shared_bm25
-from ragx.scoring.candidates import PassCaps
+from ragx.scoring.candidates import PassCaps, shared_bm25
 from ragx.scoring.params import Params
 
+from .batches import run_batches
 from .builds import build, prepare
 from .caches import read_ref, shared_passes
-from .batches import run_batches
 from .cluster import rdb_storage
+from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .passes import load_cache
 from .rerank import shortlist_scorer
-from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 

@@ -11,11 +11,10 @@ import pytest
 from cli_runner import call
 from fakes import TOPICS, beir_folder
 
+from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept, spec_of, write_baseline_of, write_defaults
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.eval.gate import check, read_baseline
 from ragx.eval.presets import parse_config
-
-from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept, spec_of, write_baseline_of, write_defaults
 
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
