@@ -124,9 +124,9 @@ def _importances(study) -> dict[str, float]:
 
 
 def cmd_promote(cfg, overrides) -> int:
-    from .promote import promote
-
     import shlex
+
+    from .promote import promote
 
     return promote(cfg, REPO, command=shlex.join(["python", "-m", "lab", "promote", *overrides]))
 
@@ -195,9 +195,10 @@ def main(argv: list[str]) -> int:
     from ragx.errors import RagxError
 
     overrides = argv[1:]
-    from .swap import recover, staging_root
+    from .swap import exclusive, recover, staging_root
 
-    restored = recover(staging_root(REPO))  # a promotion killed mid-swap: its old files back first
+    with exclusive(staging_root(REPO)) as free:  # a promotion killed mid-swap: its old files back first
+        restored = recover(staging_root(REPO)) if free else []  # (never one a live promotion is making)
     if restored:
         print(f"lab: an interrupted promotion was rolled back ({len(restored)} files restored)", file=sys.stderr)
     try:

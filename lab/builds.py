@@ -16,10 +16,9 @@ from typing import Any
 
 import tomlkit
 
-from ragx.api import Corpus
+from ragx.api import Corpus, open_collection
 from ragx.config import INDEX_DIR, PROJECT_FILE
 from ragx.errors import IndexBusyError
-from ragx.api import open_collection
 from ragx.eval.beir import cache_dir_for
 from ragx.eval.queries import LabelledQuery, load_queries
 

@@ -23,7 +23,6 @@ One MLflow run per model; a markdown table, a plot and summary.json under report
 from __future__ import annotations
 
 import contextlib
-from functools import partial
 import json
 import shutil
 import statistics
@@ -31,6 +30,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,8 @@ from ragx.eval.stats import Comparison, correct, paired
 from ragx.eval.suite import evaluate_dataset
 from ragx.eval.vector_cache import CachedEmbedder
 
-from .shown import IndexProgress, counted
 from .builds import _link_tree, prepare
+from .shown import IndexProgress, counted
 
 METRIC = "nDCG@10"
 UNCAPPED = 1_000_000  # a chunker cap no section reaches: what the chunker keeps whole without a model window

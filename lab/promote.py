@@ -24,7 +24,7 @@ from ragx.scoring.candidates import shared_bm25
 from ragx.scoring.params import Params
 
 from .configs import check_not_heldout, dataset_config, label, package_defaults, package_search_defaults, train_sets
-from .swap import recover, staging_root, swap
+from .swap import exclusive, recover, staging_root, swap
 
 MARKER = "---- [search]: written by `python -m lab promote` ----"
 
@@ -291,7 +291,15 @@ def defaults_from(path: Path) -> Iterator[None]:
 @package_search_defaults()  # the held-out runs and what is written: the shipped defaults, not an rc's [search]
 def promote(cfg, repo: Path, command: str = "python -m lab promote", defaults_path: Path = DEFAULTS_PATH) -> int:
     """`command`: the promotion as it was typed (with its overrides), recorded in what it writes.
-    Nothing outside the staging folder changes until every file is ready; then all change together."""
+    Nothing outside the staging folder changes until every file is ready; then all change together.
+    One promotion at a time (lab.swap.exclusive)."""
+    with exclusive(staging_root(repo)) as free:
+        if not free:
+            raise UsageError("another `python -m lab promote` is running in this repository: wait for it to end")
+        return _promote(cfg, repo, command, defaults_path)
+
+
+def _promote(cfg, repo: Path, command: str, defaults_path: Path) -> int:
     from .batches import hold
 
     def say(line: str) -> None:

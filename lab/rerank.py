@@ -21,6 +21,7 @@ from ragx.scoring.candidates import Candidates
 from ragx.scoring.params import Params
 from ragx.scoring.score import prepare
 
+
 class ShortlistScorer:
     """Fills a pass's rerank scores for a configuration's shortlist, from chunk ids."""
 

@@ -11,9 +11,12 @@ folder. Killed before the journal exists, nothing outside the staging folder was
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,24 @@ JOURNAL = "journal.json"
 def staging_root(repo: Path) -> Path:
     """Inside the repository (so the renames stay on one file system), in a folder git ignores."""
     return repo / "lab" / "cache" / "promote-staging"
+
+
+@contextlib.contextmanager
+def exclusive(staging: Path) -> Iterator[bool]:
+    """Whether this process holds the promotion lock (an flock beside the staging folder, dropped by the
+    kernel if the holder dies) for the block: a promotion holds it from start to end, and `recover`
+    runs only under it, so it never rolls back a swap that a live promotion is making."""
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    with open(staging.parent / "promote.lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _fsync(path: Path) -> None:

@@ -17,17 +17,16 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ragx.eval.presets import EvalConfig
-from ragx.scoring.candidates import shared_bm25
-from ragx.scoring.candidates import PassCaps
+from ragx.scoring.candidates import PassCaps, shared_bm25
 from ragx.scoring.params import Params
 
+from .batches import run_batches
 from .builds import build, prepare
 from .caches import read_ref, shared_passes
-from .batches import run_batches
 from .cluster import rdb_storage
+from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .passes import load_cache
 from .rerank import shortlist_scorer
-from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
@@ -248,15 +247,16 @@ def _batch_functions(evaluate, space: dict, defaults, builds: list[str], me: str
 
 
 @package_search_defaults()
-def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None) -> dict[str, Any]:
+def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | None = None, sets: dict | None = None) -> dict[str, Any]:
     """One worker of a study. `n_trials`: this worker's trials; `study_trials`: run until the study holds
-    that many COMPLETE trials (then `n_trials` is only a cap); neither: sweep.n_trials for this worker."""
+    that many COMPLETE trials (then `n_trials` is only a cap); neither: sweep.n_trials for this worker.
+    `sets`: the training data already loaded (`load_training`), e.g. by a benchmark."""
     import mlflow
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     check_sweep_config(cfg)  # before any pass is built
-    sets = load_training(cfg, load_passes, IndexProgress())
+    sets = sets if sets is not None else load_training(cfg, load_passes, IndexProgress())
     data = builds_of(sets)
     # the shipped defaults, never an rc's [search] (lab.configs.package_search_defaults), with the BM25
     # the passes were scored with (caps.bm25_*): what every trial's lexical scores are

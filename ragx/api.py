@@ -17,9 +17,9 @@ from .index.store import ANCHORS_OUTDATED, Store, scan_started
 from .scoring.params import Params
 
 if TYPE_CHECKING:  # the index builder (chunker, Leiden, ...) loads only when a command indexes
+    from .eval.beir import Materialised
     from .index.build import IndexReport, Reporter
     from .index.snapshot import Snapshot
-    from .eval.beir import Materialised
 
 
 class Corpus:
@@ -124,6 +124,18 @@ class Corpus:
         prepare = getattr(self.embedder, "prepare_query", None)
         if callable(prepare):
             prepare()
+
+    def export_index(self, target: Path, *, force: bool = False) -> dict[str, Any]:
+        """Write the committed index and its fingerprint to the archive `target` (ragx.export.v1's payload)."""
+        from .index.transfer import export_index
+
+        return export_index(self, target, force=force)
+
+    def import_index(self, source: Path, *, force: bool = False) -> dict[str, Any]:
+        """Install the archive `source` as this corpus's index; the files that differ (ragx.import.v1's payload)."""
+        from .index.transfer import import_index
+
+        return import_index(self, source, force=force)
 
     def doctor(self) -> dict[str, Any]:
         """Run every configured provider for real and check the index against the config (ragx.doctor.v1)."""
@@ -236,9 +248,8 @@ class Corpus:
     def inspect(self, what: str, arg: str | None = None) -> dict[str, Any]:
         """`what` is chunk ID, file PATH, neighbors ID, communities, or community N: one read snapshot.
         The document names the target as `what` (`neighbours` is read as `neighbors`)."""
-        from .inspect_args import checked
-
         from .file_context import mark_stale
+        from .inspect_args import checked
 
         name, value = checked(what, arg)
         searcher = self.searcher
@@ -497,6 +508,32 @@ def time_filter(since: str | None, until: str | None, recent: bool = False, olde
     return time_options(since, until, recent, oldest)
 
 
+def search_params(values: dict[str, Any]) -> Params:
+    """Params from their recorded form (a `ragx eval` configuration's "params"); unknown or missing keys
+    (a run written by another version) are a UsageError."""
+    try:
+        return Params(**values)
+    except TypeError as exc:
+        raise UsageError(f"these search params are not this version's: {exc}") from None
+
+
+def labelled_queries(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A queries file (queries.jsonl) as {id: {"text", "files": {path: grade}}}."""
+    from .eval.queries import load_queries
+
+    return {q.id: {"text": q.text, "files": dict(q.files)} for q in load_queries(Path(path))}
+
+
+def paired_comparison(scores: list[float], reference: list[float]) -> dict[str, Any]:
+    """`ragx eval`'s paired test of two per-query score lists (same queries, same order): mean difference,
+    its bootstrap CI, the randomization p-value, wins/ties/losses."""
+    import numpy as np
+
+    from .eval.stats import paired
+
+    return paired(np.asarray(scores, dtype=np.float64), np.asarray(reference, dtype=np.float64)).to_json()
+
+
 def version_info(root: str | Path | None = None) -> dict[str, Any]:
     try:
         settings = load_settings(resolve_root(root), warn=False)
@@ -536,4 +573,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Corpus", "IndexReport", "open_collection", "time_filter", "version_info", "CorruptIndexError"]
+__all__ = ["Corpus", "IndexReport", "labelled_queries", "open_collection", "paired_comparison", "search_params", "time_filter",
+           "version_info", "CorruptIndexError"]

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from .errors import ConfigError, NoCorpusError, NoIndexError
 from . import log
+from .errors import ConfigError, NoCorpusError, NoIndexError
+
 # A leaf module (one dataclass, no imports of ragx): the [search] schema is the scoring Params itself.
 from .scoring.params import Params
 

@@ -35,9 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
-
 from ragx.eval.reference import _stemmer
 from ragx.ingest import frontmatter
 from ragx.ingest.links import _FENCE, _WIKI, markdown_target, wikilink_target

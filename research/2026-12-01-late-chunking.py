@@ -30,11 +30,9 @@ import time
 
 import numpy as np
 
-from lab.studies import harness
-
-from lab.studies.harness import dense_mixes, run_command, studied
-
 from lab.passes import index_fingerprint
+from lab.studies import harness
+from lab.studies.harness import dense_mixes, run_command, studied
 from ragx.models.onnx_graph import OUTPUT_NAME
 
 GRID = (0.25, 0.5, 0.75, 1.0)  # fixed before the first run, as the sentence study's

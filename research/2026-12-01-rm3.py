@@ -24,10 +24,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
+from lab.studies.research_scripts import load_script
+
 file_bm25 = load_script("2026-12-01-file-bm25.py")
 
 from ragx.index.fts_tokens import shared  # noqa: E402

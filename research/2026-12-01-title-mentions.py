@@ -34,10 +34,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
+from lab.studies.research_scripts import load_script
+
 anchor_study = load_script("2026-12-01-anchor-text.py")
 
 from ragx.ingest import frontmatter  # noqa: E402

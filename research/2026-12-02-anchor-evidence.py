@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
+
 from lab.studies import harness  # noqa: E402
 from ragx.search.anchor_signals import anchor_signals  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402

@@ -31,7 +31,6 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH

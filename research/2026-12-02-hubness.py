@@ -32,8 +32,8 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
+
 GRID = (0.25, 0.5, 1.0)
 K = 10
 BLOCK = 1024

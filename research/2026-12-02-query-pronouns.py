@@ -29,9 +29,9 @@ import sys
 from unittest import mock
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
 from ragx.search import lexical
+
 RESULTS = harness.OUT / "query-pronouns-results.json"
 PRONOUNS = frozenset(
     """i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself she her

@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command
 
 RESULTS = Path(os.environ.get("READABLE_RESULTS", Path.home() / ".cache" / "ragx" / "readable-text-results.json"))

@@ -36,9 +36,7 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
-
 from ragx.index.fts_tokens import shared
 from ragx.index.stop_words import STOP_WORDS
 from ragx.search.lexical import query_words

@@ -28,10 +28,10 @@ import sys
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
 from lab.studies import harness
-
 from lab.studies.harness import dense_mixes, run_command, studied
+from lab.studies.research_scripts import load_script
+
 mentions_study = load_script("2026-12-01-title-mentions.py")
 GRID = (0.1, 0.2, 0.3)
 RESULTS = harness.OUT / "title-vector-results.json"

@@ -26,6 +26,7 @@ from lab.builds import prepare
 from lab.studies import harness
 from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.scoring.bm25 import DEFAULT_VARIANT, VARIANTS
+
 RESULTS = harness.OUT / "bm25-variants-results.json"
 OTHERS = tuple(v for v in VARIANTS if v != DEFAULT_VARIANT)
 

@@ -30,8 +30,8 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
+
 GRID = ((0.5, 0), (1.0, 0), (1.0, 1), (1.0, 3))
 RESULTS = harness.OUT / "centred-results.json"
 

@@ -47,11 +47,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
-from lab.studies.research_scripts import load_script  # noqa: E402
+
 from lab.studies import harness  # noqa: E402
-from ragx.scoring.candidates import Candidates  # noqa: E402
+from lab.studies.research_scripts import load_script  # noqa: E402
 from ragx.index.fts_tokens import shared  # noqa: E402
 from ragx.scoring.bm25 import K1  # noqa: E402
+from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402
 from ragx.search.lexical import query_words  # noqa: E402
 

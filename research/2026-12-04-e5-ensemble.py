@@ -41,6 +41,7 @@ from lab.builds import prepare
 from lab.passes import load_cache
 from lab.studies import harness
 from lab.studies.harness import dense_mixes, run_command, studied
+
 GRID = (0.25, 0.5, 0.75)
 CHOSEN = (0.5,)  # the train choice: the only setting run on the test splits
 RESULTS = harness.OUT / "e5-ensemble-results.json"

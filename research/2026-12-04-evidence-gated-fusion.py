@@ -33,9 +33,9 @@ import sys
 from dataclasses import replace
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.search.evidence import signals
+
 GRID = (0.0, 0.25, 0.5)
 RESULTS = harness.OUT / "evidence-gated-results.json"
 

@@ -41,9 +41,9 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.search.evidence import signals
+
 ALPHAS = (0.0, 0.5, 1.0, 2.0)
 BETAS = (0.0, 1.0, 2.0, 4.0)
 TRAIN = ("dendron-vault-train", "scifact-train")

@@ -27,6 +27,7 @@ import numpy as np
 
 from lab.studies import harness
 from ragx.eval.metrics import evaluate
+
 GRID = np.round(np.linspace(0.0, 1.0, 51), 2)
 
 

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_no_match as bench  # noqa: E402
+
 from lab.studies import harness  # noqa: E402
 from ragx.scoring.candidates import Candidates  # noqa: E402
 from ragx.search.evidence import signals  # noqa: E402

@@ -29,8 +29,8 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
+
 GRID = (-0.02, -0.01, 0.01, 0.02, 0.04)
 RESULTS = harness.OUT / "length-prior-results.json"
 

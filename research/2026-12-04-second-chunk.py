@@ -27,11 +27,11 @@ import sys
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.eval.metrics import evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.score import score
+
 GRID = (0.1, 0.2, 0.3, 0.5)
 RESULTS = harness.OUT / "second-chunk-results.json"
 

@@ -32,10 +32,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.studies.research_scripts import load_script
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied
+from lab.studies.research_scripts import load_script
+
 centroid = load_script("2026-12-01-file-centroid.py")
 file_bm25 = load_script("2026-12-01-file-bm25.py")
 title_vector = load_script("2026-12-02-title-vector.py")

@@ -31,10 +31,10 @@ from dataclasses import replace
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import run_command, studied, train_or_choice
 from ragx.index.fts_tokens import shared
 from ragx.search.lexical import query_words
+
 GRID = (0.25, 0.5, 1.0)
 RESULTS = harness.OUT / "term-importance-results.json"
 

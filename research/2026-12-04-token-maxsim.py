@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from lab.studies import harness
-
 from lab.studies.harness import dense_mixes, run_command, studied
+
 GRID = (0.1, 0.2, 0.3)
 RESULTS = harness.OUT / "token-maxsim-results.json"
 BATCH = 32

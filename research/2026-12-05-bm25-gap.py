@@ -25,10 +25,10 @@ import numpy as np
 from scipy import sparse
 
 from ragx.eval.beir import doc_text, read_jsonl, read_qrels
-from ragx.scoring import bm25
 from ragx.index import fts_tokens, identifiers
 from ragx.index.fts_tokens import shared
 from ragx.ingest.chunk import ChunkSettings, chunk_text
+from ragx.scoring import bm25
 from ragx.search.lexical import STOPWORDS, bm25_terms, query_words
 
 DATA = Path(os.environ.get("RAGX_DATA", "/work/shared/data"))

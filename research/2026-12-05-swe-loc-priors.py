@@ -23,8 +23,8 @@ import numpy as np
 
 from ragx.eval.metrics import CODE_HEADLINE, evaluate
 from ragx.eval.snapshot_run import pool
-from ragx.eval.stats import paired
 from ragx.eval.snapshots import load_instances
+from ragx.eval.stats import paired
 from ragx.ingest.file_roles import OTHER, SOURCE, role_of
 
 GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)

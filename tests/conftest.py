@@ -39,8 +39,9 @@ def hash_embedder():
 @pytest.fixture
 def fake_model(monkeypatch):
     """Every embedder ragx builds in this process is the shared fake (fakes.HashEmbedder)."""
-    import ragx.models.registry as registry
     from fakes import HashEmbedder
+
+    import ragx.models.registry as registry
 
     embedder = HashEmbedder()
     monkeypatch.setattr(registry, "make_embedder", lambda *a, **k: embedder)

@@ -151,7 +151,6 @@ def test_query_breakdown_reports_the_anchor_evidence(vault):
 def test_lab_pass_cache_keeps_the_anchor_signals(vault, tmp_path):
     pytest.importorskip("polars")
     from lab.passes import build_cache, load_cache
-
     from ragx.eval.queries import LabelledQuery
 
     corpus = Corpus(vault)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragx.scoring.bm25 import VARIANTS
 from ragx.index.fts_tokens import shared
 from ragx.index.lexicon import Lexicon, LexiconPart
+from ragx.scoring.bm25 import VARIANTS
 
 # Words FTS5's porter tokenizer leaves as they are, so bm25s can be given the very same tokens.
 TEXTS = ["bread bread bread oven", "bread " + "flour " * 40, "oven yeast", "comet orbit comet",

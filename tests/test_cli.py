@@ -10,7 +10,6 @@ import sys
 import pytest
 from cli_runner import call
 
-
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 

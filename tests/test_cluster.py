@@ -256,7 +256,8 @@ def tiny_beir(folder: Path) -> Path:
 def test_cluster_two_workers_share_one_postgres_study_tracked_by_the_mlflow_server(cluster, tmp_path):
     data = tiny_beir(tmp_path / "tiny")
     overrides = ["sweep=quick", "dataset.name=tiny", f"dataset.data_dir={data}", f"dataset.cache={tmp_path / 'folder'}",
-                 f"cache_root={tmp_path / 'cache'}", "optuna.study_name=ci-cluster", "study_trials=12"]
+                 f"cache_root={tmp_path / 'cache'}", "optuna.study_name=ci-cluster", "study_trials=12",
+                 "optuna.batch=4", "trials=6"]  # batches of 4, at most 6 trials a worker: both workers write
     run = subprocess.run([*cluster["script"], "run", "2", *overrides], env=cluster["env"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     audit = json.loads(run.stdout.strip().splitlines()[-1])

@@ -8,14 +8,13 @@ import json
 
 import numpy as np
 import pytest
+from conftest import DATA
 from test_score import BASE, make
 
 from ragx.ingest.file_roles import DOC, EXAMPLE, OTHER, SOURCE, TEST, role_of
-from ragx.search.query_features import features, is_issue, lexical_text
 from ragx.scoring.files import rank_files
 from ragx.scoring.score import score
-
-from conftest import DATA
+from ragx.search.query_features import features, is_issue, lexical_text
 
 ISSUE = """Session.resolve_redirects drops the body on a 307
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 

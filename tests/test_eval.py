@@ -14,7 +14,6 @@ from ragx.eval.gate import check
 from ragx.eval.presets import parse_config
 from ragx.eval.queries import load_queries
 
-
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 

@@ -14,10 +14,9 @@ from fakes import TOPICS, HashEmbedder, beir_folder, make_corpus
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.eval import runner
-from ragx.eval.presets import parse_config
+from ragx.eval.presets import ReferenceBM25, parse_config
 from ragx.eval.queries import load_queries
 from ragx.eval.reference import ReferenceIndex
-from ragx.eval.presets import ReferenceBM25
 from ragx.eval.report import CAPPED, WORSE, marker
 from ragx.eval.stats import paired
 from ragx.index.build import run_index

@@ -11,7 +11,6 @@ import pytest
 from cli_runner import call
 from fakes import TOPICS, beir_folder, make_indexed_corpus
 
-
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 METRICS = ("nDCG@10", "R@5", "R@10", "R@100", "MRR@10", "MAP@100")

@@ -19,8 +19,8 @@ from ragx.index import arrays, repair
 from ragx.index.build import run_index
 from ragx.index.layout import Layout
 from ragx.index.snapshot import Snapshot
-from ragx.index.verified import GRAPH
 from ragx.index.store import Store
+from ragx.index.verified import GRAPH
 
 
 @pytest.fixture

@@ -229,7 +229,7 @@ def test_a_sweep_scores_the_bm25_of_its_passes_and_promote_leaves_that_to_a_pers
     overrides = ["sweep=weights", "caps.bm25_variant=lucene", "caps.bm25_b=0.5", *_overrides(tmp_path, data, "notes")]
     out = run(compose(overrides), n_trials=2)
     assert (out["defaults"].bm25_variant, out["defaults"].bm25_b) == ("lucene", 0.5)
-    assert out["study"].user_attrs["bm25"] == {"bm25_k1": 1.2, "bm25_b": 0.5, "bm25_variant": "lucene"}
+    assert out["study"].user_attrs["bm25"] == {"bm25_k1": 1.2, "bm25_b": 0.5, "bm25_variant": "lucene", "query_features": "off"}
     before = DEFAULTS_PATH.read_bytes()
     capsys.readouterr()
     assert main(["promote", *overrides, "promote.heldout=[{dataset:notes,split:test}]"]) == 1

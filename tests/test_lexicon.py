@@ -17,15 +17,15 @@ from test_incremental_graph import edit
 from ragx.api import Corpus
 from ragx.config import load_settings
 from ragx.errors import ManifestMismatchError
+from ragx.index import lexicon as lexicon_module
 from ragx.index.build import run_index
 from ragx.index.fts_tokens import FTS_TOKENIZER, shared
 from ragx.index.identifiers import with_identifier_parts
 from ragx.index.layout import Layout
-from ragx.index import lexicon as lexicon_module
 from ragx.index.lexicon import Lexicon, LexiconPart
 from ragx.index.snapshot import Snapshot
-from ragx.index.verified import LEXICON, LEXICON_DELTA
 from ragx.index.store import Store
+from ragx.index.verified import LEXICON, LEXICON_DELTA
 from ragx.search.lexical import bm25_matches, query_words
 
 # Words where a Python tokenizer and stemmer part ways with FTS5's (measured on the shared collections)

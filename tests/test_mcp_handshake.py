@@ -9,7 +9,6 @@ import sys
 
 import anyio
 import pytest
-
 from test_mcp import _code, _env, mcp_corpus
 
 

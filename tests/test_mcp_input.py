@@ -17,7 +17,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from test_mcp import TEST_TOML, _code, _env, mcp_corpus
 
 NOT_UNICODE = "not valid Unicode (character {} is a lone surrogate, e.g. half of an emoji)"

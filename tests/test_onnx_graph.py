@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_embedded import _parity_texts
 
 from ragx.models import onnx_export, onnx_graph
 from ragx.models.base import WordPieceCounter
 from ragx.models.embedded import DEFAULT_MODEL, EmbeddedEmbedder, resolve_model
-from test_embedded import _parity_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

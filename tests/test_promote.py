@@ -11,11 +11,10 @@ import pytest
 from cli_runner import call
 from fakes import TOPICS, beir_folder
 
+from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept, spec_of, write_baseline_of, write_defaults
 from ragx.config import DEFAULTS_PATH, load_settings
 from ragx.eval.gate import check, read_baseline
 from ragx.eval.presets import parse_config
-
-from lab.promote import current_defaults, eval_heldout, hybrid_spec, pin_unswept, spec_of, write_baseline_of, write_defaults
 
 
 def test_rewriting_the_same_search_table_leaves_the_file_byte_identical(tmp_path):
@@ -254,7 +253,7 @@ def test_a_promotion_killed_at_any_step_leaves_the_old_state(tmp_path, step):
     import os
     import signal
 
-    from lab.swap import recover, staging_root
+    from lab.swap import exclusive, recover, staging_root
 
     repo, url = scratch_repo(tmp_path)
     before = state_of(repo)
@@ -264,9 +263,13 @@ def test_a_promotion_killed_at_any_step_leaves_the_old_state(tmp_path, step):
     while not line.startswith("lab: holding at") and proc.poll() is None:
         line = proc.stderr.readline()
     assert line.startswith(f"lab: holding at {step}"), line
+    with exclusive(staging_root(repo)) as free:
+        assert not free  # a live promotion holds the lock: no other lab command rolls its swap back
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    recover(staging_root(repo))  # what the next `python -m lab` command does first
+    with exclusive(staging_root(repo)) as free:  # what the next `python -m lab` command does first
+        assert free
+        recover(staging_root(repo))
     assert state_of(repo) == before
     done = run_promote(tmp_path, repo, url, 2000, 0.05)
     out, err = done.communicate(timeout=300)

@@ -13,7 +13,6 @@ import re
 import shlex
 import sys
 from pathlib import Path
-
 from typing import Any
 
 import pytest

@@ -7,8 +7,8 @@ import pytest
 
 from ragx.config import load_settings
 from ragx.scoring.candidates import Candidates, PassCaps
-from ragx.scoring.fuse import rrf
 from ragx.scoring.files import rank_files
+from ragx.scoring.fuse import rrf
 from ragx.scoring.score import minmax, score, shortlist
 from ragx.scoring.traverse import path_of, propagate
 

@@ -14,8 +14,8 @@ from ragx.config import load_settings
 from ragx.index import stored_vectors
 from ragx.index.build import run_index
 from ragx.index.snapshot import Snapshot
-from ragx.index.verified import DELTA, HNSW, VECTORS_NPY
 from ragx.index.vectors import VectorIndex, rescore_pool
+from ragx.index.verified import DELTA, HNSW, VECTORS_NPY
 
 QUERY = "telescope orbit comet"
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake

@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 
 from ragx.index import terms
-from ragx.ingest.readable import without_markup
 from ragx.index.stop_words import STOP_WORDS
 from ragx.index.terms import TOKEN_PATTERN, Vocabulary
+from ragx.ingest.readable import without_markup
 
 WORDS = "orbit comet planet the of flour oven bread dough and is yeast star-dust o'brien x 42 a1 __init__".split()
 

@@ -10,8 +10,6 @@ import pytest
 from cli_runner import call
 from fakes import add_fts5_table, make_corpus
 
-
-
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
@@ -108,8 +106,8 @@ def test_an_export_from_before_the_bm25_postings_imports_and_gains_them_on_the_n
     """An archive as an older ragx wrote it: no lexicon files, none in its manifest's checksums."""
     import sqlite3
 
-    from ragx.index.verified import LEXICON, LEXICON_DELTA
     from ragx.index.transfer import DB, FINGERPRINT, _sha256, _write_tar
+    from ragx.index.verified import LEXICON, LEXICON_DELTA
 
     origin, archive, copy = exported
     unpacked = tmp_path / "unpacked"

@@ -17,7 +17,6 @@ from ragx.config import load_settings
 from ragx.index.build import run_index
 from ragx.search.lexical import bm25_matches
 
-
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 
 
@@ -254,7 +253,6 @@ def test_init_keeps_the_code_of_a_project_whose_docs_outnumber_its_sources(tmp_p
 def test_lab_pass_cache_keeps_link_pairs_so_link_weight_rescoring_matches(vault, tmp_path):
     pytest.importorskip("polars")
     from lab.passes import build_cache, load_cache
-
     from ragx.eval.queries import LabelledQuery
     from ragx.scoring.score import score
 

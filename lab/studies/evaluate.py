@@ -11,8 +11,8 @@ import numpy as np
 from ir_measures import RR, R, nDCG
 
 from ragx.scoring.candidates import Candidates
-from ragx.scoring.params import Params
 from ragx.scoring.files import rank_files
+from ragx.scoring.params import Params
 
 MEASURES = {"nDCG@10": nDCG @ 10, "R@5": R @ 5, "R@10": R @ 10, "R@100": R @ 100, "MRR@10": RR @ 10}
 DEPTH = 100

@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import data, families as fam
+from . import data
+from . import families as fam
 from .protocol import COLLECTIONS, load_benches, measure_grid, select
 from .tables import compare_all, markdown
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragx.search.adaptive import decisiveness
 from ragx.scoring.candidates import Candidates
 from ragx.scoring.score import minmax
+from ragx.search.adaptive import decisiveness
 
 from . import signals
 

@@ -24,9 +24,9 @@ import typer
 
 from .. import schemas
 from ..errors import UsageError
-from ..progress import progress
 from ..eval.gate import DEFAULT_TOLERANCE, budget_changes, check, write_baseline
 from ..eval.presets import DEFAULT_CONFIGS, PRESETS, REFERENCE_BM25
+from ..progress import progress
 from .app import JsonOpt, RootOpt, app, emit_json, err, invocation, out
 
 if TYPE_CHECKING:  # rich and the report code (numpy, ir_measures) load when a run prints, never for --help

@@ -27,10 +27,8 @@ def export_command(
     An existing FILE is kept unless --force is given; inside the corpus folder only an earlier export is
     ever replaced.
     """
-    from ..index.transfer import export_index
-
     corpus = Corpus.open(root, need_index=True)
-    doc = export_index(corpus, Path(file).expanduser().resolve(), force=force)
+    doc = corpus.export_index(Path(file).expanduser().resolve(), force=force)
     if json_out:
         emit_json(schemas.EXPORT, doc)
         return
@@ -47,10 +45,8 @@ def import_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Install an exported index here; list the files that differ (the next `ragx index` redoes only those)."""
-    from ..index.transfer import import_index
-
     corpus = Corpus.open(root)
-    doc = import_index(corpus, Path(file).expanduser().resolve(), force=force)
+    doc = corpus.import_index(Path(file).expanduser().resolve(), force=force)
     if json_out:
         emit_json(schemas.IMPORT, doc)
         return

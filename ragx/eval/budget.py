@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
-from ..scoring.candidates import bm25_of, shared_bm25
-from ..scoring.candidates import Candidates, PassCaps
+from ..scoring.candidates import Candidates, PassCaps, bm25_of, shared_bm25
 from ..scoring.params import Params
 from .presets import BUDGET_SOURCE, EvalConfig
 

@@ -10,8 +10,17 @@ from .gap import gap_head, gap_rows, has_gap
 from .kinds import kind_rows
 from .metrics import HEADLINE, METRIC_NAMES
 from .plots import dataset_plot, summary_plot
-from .report import (LEGEND, comparison_head, comparison_rows, lexical_lines, main_head, main_rows,
-                     markdown_table, summary_head, summary_rows)
+from .report import (
+    LEGEND,
+    comparison_head,
+    comparison_rows,
+    lexical_lines,
+    main_head,
+    main_rows,
+    markdown_table,
+    summary_head,
+    summary_rows,
+)
 
 SUMMARY_METRICS = ("nDCG@10", "R@5", "R@10", "R@100", "MRR@10")
 

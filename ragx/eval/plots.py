@@ -8,7 +8,6 @@ from typing import Any
 
 from .metrics import METRIC_NAMES
 
-
 NEEDS_MATPLOTLIB = '--report plots need matplotlib: pip install "ragx[report]"'
 
 

@@ -20,10 +20,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..scoring.candidates import Candidates
-from ..scoring.params import Params
-from ..search.searcher import Searcher
 from ..scoring.files import rank_files
+from ..scoring.params import Params
 from ..scoring.score import score
+from ..search.searcher import Searcher
 from . import budget
 from .metrics import METRIC_SETS, evaluate
 from .presets import EvalConfig

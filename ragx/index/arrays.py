@@ -13,8 +13,8 @@ graph instead of rewriting them (stored_vectors.py, graph.py).
 from __future__ import annotations
 
 from contextlib import nullcontext
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator
 
@@ -26,14 +26,14 @@ from ..lookup import find_sorted
 from .communities import LEIDEN_EVERY_RUN_MAX, NO_COMMUNITY, leiden
 from .graph import Graph, delta_budget, pair_weights, top_k_lists, undirected
 from .layout import Layout
+from .lexicon import LexiconPart
 from .plan import ChangeSet
 from .repair import assign_communities, exact_is_cheap, repair_knn
-from .lexicon import LexiconPart
 from .snapshot import LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts
-from .verified import CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex, holds_deleted
+from .verified import CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
 
 TEXT_BLOCK = 50_000  # stored texts read back at once for BM25's postings
 

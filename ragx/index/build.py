@@ -21,8 +21,8 @@ from .labels import TERMS_CACHE
 from .layout import Layout
 from .plan import CHUNKER_VERSION, IndexReport, Reporter, SilentReporter, needs_rechunk, plan, scan, undecodable_rows
 from .snapshot import VECTORS_FORMAT, Snapshot
-from .verified import HNSW, RunChecks, checksums_remembered, has_postings, verify
 from .store import SCAN_STARTED, RunExtras, Store, scan_started
+from .verified import HNSW, RunChecks, checksums_remembered, has_postings, verify
 
 __all__ = ["IndexReport", "Reporter", "SilentReporter", "run_index", "index_identity", "check_identity"]
 

@@ -45,12 +45,19 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import UsageError
-from ..ingest.filetypes import is_pdf
 from ..ingest.discover import (
-    DiscoverSettings, Discovery, FoundFile, NotUTF8Error, Problem, discover, hash_bytes, mtime_is_clamped, read_text,
+    DiscoverSettings,
+    Discovery,
+    FoundFile,
+    NotUTF8Error,
+    Problem,
+    discover,
+    hash_bytes,
+    mtime_is_clamped,
+    read_text,
 )
+from ..ingest.filetypes import is_pdf
 from .store import FileRow, StoredFiles, written_since
-
 
 # A scan start before any file's ctime: every file whose size and mtime match its row is compared by
 # content (an index with no recorded start, an import; see the module docstring).

@@ -22,6 +22,20 @@ from ..config import INDEX_DIR
 from ..errors import IndexBusyError, StorageError
 
 
+@contextmanager
+def _flocked(fd: int, mode: int, busy: str) -> Iterator[None]:
+    """`fd` locked in `mode` (without waiting: IndexBusyError(busy) when another process holds it)
+    for the block, then closed (which releases the lock)."""
+    try:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexBusyError(busy) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class Layout:
     root: Path
@@ -52,14 +66,8 @@ class Layout:
                 raise
             raise StorageError(f"`{writer}` cannot write {self.dir} ({(exc.strerror or 'denied').lower()}): it needs that folder "
                                "writable; searching works without (query, status, MCP); nothing indexed was lost") from None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise IndexBusyError(f"another `ragx index` is running on {self.root}") from None
+        with _flocked(fd, fcntl.LOCK_EX, f"another `ragx index` is running on {self.root}"):
             yield
-        finally:
-            os.close(fd)
 
     @contextmanager
     def reader_lock(self) -> Iterator[None]:
@@ -71,14 +79,8 @@ class Layout:
         except FileNotFoundError:
             yield
             return
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise IndexBusyError(f"`ragx index` is running on {self.root}: try again when it finishes") from None
+        with _flocked(fd, fcntl.LOCK_SH, f"`ragx index` is running on {self.root}: try again when it finishes"):
             yield
-        finally:
-            os.close(fd)
 
     def ignore_in_git(self) -> None:
         """A `.gitignore` of `*` inside the index folder: git leaves the folder out of `git status` and

@@ -20,16 +20,16 @@ bytes (`term_bytes`, `term_at` offsets); per term, `indptr` into `doc` (position
 from __future__ import annotations
 
 import bisect
-from itertools import islice
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import islice
 from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from ..lookup import find_sorted, unique_ids
 from ..scoring import bm25
-from ..scoring.bm25 import B, DEFAULT_VARIANT, K1, check_variant
+from ..scoring.bm25 import DEFAULT_VARIANT, K1, B, check_variant
 from .fts_tokens import BREAK, shared
 
 if TYPE_CHECKING:  # pragma: no cover

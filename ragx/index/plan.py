@@ -18,20 +18,19 @@ import numpy as np
 from ..config import Settings
 from ..errors import CorruptIndexError, UsageError
 from ..ingest import pdf
+from ..ingest.anchors import extract as extract_anchors
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
 from ..ingest.discover import FoundFile, hash_bytes, read_text
+from ..ingest.filetypes import MARKDOWN, is_pdf
+from ..ingest.links import extract as extract_links
 from ..lookup import find_sorted
 from ..text_keys import text_keys
-from ..ingest.filetypes import MARKDOWN, is_pdf
-from ..ingest.anchors import extract as extract_anchors
-from ..ingest.links import extract as extract_links
 from .diff import CorpusDiff, diff_corpus
 from .embedding import embed_new
 from .journal import VectorJournal
 from .layout import Layout
 from .snapshot import VECTORS_FORMAT, Snapshot, as_stored
 from .store import FileRow, Store
-
 
 # Version of the chunking rules. An index made under other rules is re-chunked in full once (vectors
 # of unchanged indexed texts are reused, so that costs no embedding); 2 = frontmatter headers;

@@ -25,26 +25,37 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import struct
 import weakref
-from typing import BinaryIO
 import zipfile
-import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from ..errors import CorruptIndexError
 from . import verified
-from .verified import (
-    CHUNKS, DELTA, FILES, GRAPH, GRAPH_DELTA, HINT, HNSW, LEXICON, LEXICON_DELTA, READ_BY_SNAPSHOT, VECTORS_NPY, verify,
-)
 from .graph import Adjacency, Graph
 from .lexicon import PART_ARRAYS, POSTINGS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
 from .vectors import DeletedEntriesError, VectorIndex
+from .verified import (
+    CHUNKS,
+    DELTA,
+    FILES,
+    GRAPH,
+    GRAPH_DELTA,
+    HINT,
+    HNSW,
+    LEXICON,
+    LEXICON_DELTA,
+    READ_BY_SNAPSHOT,
+    VECTORS_NPY,
+    verify,
+)
 
 GRAPH_ARRAYS = ("indptr", "nbr", "weight")
 VECTOR_DTYPE = np.float16

@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CorruptIndexError, ManifestMismatchError, NoIndexError, UsageError, sqlite_error
 from .layout import Layout
 from .snapshot import Snapshot
+from .store import Store, StoredFiles
 from .verified import FILES as GEN_FILES
 from .verified import OPTIONAL as GEN_OPTIONAL
-from .store import Store, StoredFiles
 
 if TYPE_CHECKING:  # the corpus walk loads only when an import compares the files
     from .diff import CorpusDiff
@@ -149,8 +149,8 @@ def _corpus_file_at(corpus, target: Path) -> str | None:
     """The corpus path of `target` if it is one of the corpus's files (indexed, or to be indexed by the
     next run), else None. Nothing outside the root is (discovery refuses links that leave it); under
     it the file table answers, and only an existing file it does not list costs a walk."""
-    from .diff import discover_settings
     from ..ingest.discover import discover
+    from .diff import discover_settings
 
     if not target.is_relative_to(corpus.root):
         return None
@@ -441,8 +441,8 @@ def _rename_db(layout: Layout, staged: Path) -> None:
 
 def import_index(corpus, source: Path, *, force: bool = False) -> dict[str, Any]:
     """Install the export `source` as `corpus`'s index and report how the corpus's files differ from it."""
-    from .identity import index_identity
     from .diff import CONFIRM_ALL, diff_corpus, scan_start_ns
+    from .identity import index_identity
 
     layout = corpus.layout
     if not source.is_file():

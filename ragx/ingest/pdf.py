@@ -21,7 +21,6 @@ from typing import Iterator
 from .chunk import TEXT, Chunk, ChunkSettings, chunk_text
 from .filetypes import PDF_UNAVAILABLE
 
-
 KIND_PREFIX = "pdf:"
 
 

@@ -27,8 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .expand_store import ExpandStore
 from ..log import warn_once
+from .expand_store import ExpandStore
 
 __all__ = ["DOCUMENT", "QUERY", "ExpansionCache", "default_path", "digest", "embed_texts"]
 

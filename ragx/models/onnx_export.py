@@ -58,8 +58,9 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from ..atomic import replacing
 from typing import Any
+
+from ..atomic import replacing
 
 __all__ = [
     "EXPORT_FORMAT",

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lookup import find_sorted
 from ..log import warn_once
+from ..lookup import find_sorted
 from ..text_keys import text_keys
 from .rerank import max_pair_length
 

@@ -12,9 +12,8 @@ model's own tokenizer against its ``max_seq_length``, minus the document prefix'
 
 from __future__ import annotations
 
-import os
-
 import contextlib
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path

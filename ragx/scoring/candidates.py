@@ -12,8 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .bm25 import B, DEFAULT_VARIANT, K1
-
+from .bm25 import DEFAULT_VARIANT, K1, B
 
 # A file's role in a code repository (ragx/ingest/file_roles.py reads it from the path; role_prior weighs it).
 ROLE_SOURCE, ROLE_OTHER, ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC = 0, 1, 2, 3, 4

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
 from ..index.identifiers import identifier_parts
-from ..scoring.bm25 import B, DEFAULT_VARIANT, K1
+from ..scoring.bm25 import DEFAULT_VARIANT, K1, B
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..index.snapshot import Snapshot

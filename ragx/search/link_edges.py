@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..index.store import Store
-from ..lookup import find_sorted, unique_ids
 from ..ingest.link_kinds import ALIAS, EMBED, LINK, TAG, WIKILINK
+from ..lookup import find_sorted, unique_ids
 
 # kinds as small integers, so that masks are integer comparisons: 0-2 name a path, 3 tag, 4 alias
 _KIND_CODES = {LINK: 0, WIKILINK: 1, EMBED: 2, TAG: 3, ALIAS: 4}

@@ -30,16 +30,16 @@ from ..errors import CorruptIndexError, NoIndexError, UsageError
 from ..index.identity import check_embedder
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
-from ..log import warn_once
 from ..index.store import ANCHORS_OUTDATED, Store
+from ..log import warn_once
 from ..scoring.candidates import Candidates, PassCaps
 from ..scoring.params import Params
 from ..scoring.score import prepare, score
+from .anchor_signals import anchor_signals
 from .evidence import Verdict, judge
 from .expand import query_vectors
-from .filters import Filters, allowed_files, allowed_rows
-from .anchor_signals import anchor_signals
 from .file_roles import file_roles
+from .filters import Filters, allowed_files, allowed_rows
 from .link_edges import NO_PAIRS, file_link_pairs
 from .results import QueryOptions, chunks_document, describe_evidence, files_document
 from .retrieve import retrieval_pass

@@ -22,6 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from ..api import Corpus
 from ..errors import RagxError, UsageError
+from .runs_view import Pick, compare, list_runs, load_run, resolve, side_by_side
 from .search_view import TOP_CHOICES, SearchForm, run_search, seed_legs
 
 HERE = Path(__file__).parent
@@ -48,37 +49,64 @@ class ServerTiming:
         await self.app(scope, receive, timed_send)
 
 
+class Pages:
+    """The page handlers over one corpus (and one folder of saved runs)."""
+
+    def __init__(self, corpus: Corpus, runs_dir: Path | None):
+        self.corpus, self.runs_dir = corpus, runs_dir
+        self.templates = Jinja2Templates(directory=str(HERE / "templates"))
+        self.templates.env.globals.update(seed_legs=seed_legs, top_choices=TOP_CHOICES)
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return self.templates.TemplateResponse(request, name, {"root": str(self.corpus.root), **context}, status_code=status)
+
+    async def search(self, request: Request) -> Response:
+        form = SearchForm.read(request.query_params)
+        found = run_search(self.corpus, form) if form.q else None
+        return self.page(request, "search.html", form=form, found=found)
+
+    async def file(self, request: Request) -> Response:
+        path = request.query_params.get("path", "")
+        doc = self.corpus.inspect("file", path)  # corpus.relative refuses a path outside the root (a 400 page)
+        return self.page(request, "file.html", doc=doc, q=request.query_params.get("q", ""))
+
+    async def communities(self, request: Request) -> Response:
+        return self.page(request, "communities.html", doc=self.corpus.inspect("communities"))
+
+    async def community(self, request: Request) -> Response:
+        number = request.path_params["number"]
+        return self.page(request, "community.html", doc=self.corpus.inspect("community", str(number)))
+
+    async def runs(self, request: Request) -> Response:
+        names = list_runs(self.runs_dir)
+        pick = Pick.read(request.query_params, names)
+        if pick is None:
+            return self.page(request, "runs.html", names=names, pick=None, runs_dir=self.runs_dir)
+        pick, ds_a, ds_b = resolve(pick, self.runs_dir)
+        configs = {"a": list(ds_a["files"]["per_query"]), "b": list(ds_b["files"]["per_query"])}
+        datasets = [d["dataset"] for d in load_run(self.runs_dir, pick.a.run)["datasets"]]
+        return self.page(request, "runs.html", names=names, pick=pick, runs_dir=self.runs_dir, configs=configs,
+                         datasets=datasets, cmp=compare(pick, ds_a, ds_b))
+
+    async def run_query(self, request: Request) -> Response:
+        pick = Pick.read(request.query_params, list_runs(self.runs_dir))
+        if pick is None:
+            raise UsageError("pick two runs first")
+        pick, ds_a, ds_b = resolve(pick, self.runs_dir)
+        shown = side_by_side(self.corpus, pick, ds_a, ds_b, request.query_params.get("qid", ""), self.runs_dir)
+        return self.page(request, "run_query.html", pick=pick, q=shown)
+
+    async def refused(self, request: Request, exc: Exception) -> Response:
+        status = 400 if isinstance(exc, UsageError) else 500
+        return self.page(request, "error.html", status=status, message=str(exc))
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        return HTMLResponse("not found", status_code=404)
+
+
 def make_app(corpus: Corpus, runs_dir: Path | None = None) -> Any:
     """The ASGI app serving `corpus` (and the saved eval runs in `runs_dir`), wrapped in ServerTiming."""
-    templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.globals.update(seed_legs=seed_legs, top_choices=TOP_CHOICES)
-
-    def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        return templates.TemplateResponse(request, name, {"root": str(corpus.root), **context}, status_code=status)
-
-    async def search(request: Request) -> Response:
-        form = SearchForm.read(request.query_params)
-        found = run_search(corpus, form) if form.q else None
-        return page(request, "search.html", form=form, found=found)
-
-    async def file_page(request: Request) -> Response:
-        path = request.query_params.get("path", "")
-        doc = corpus.inspect("file", path)  # corpus.relative refuses a path outside the root (a 400 page)
-        return page(request, "file.html", doc=doc, q=request.query_params.get("q", ""))
-
-    async def communities(request: Request) -> Response:
-        return page(request, "communities.html", doc=corpus.inspect("communities"))
-
-    async def community(request: Request) -> Response:
-        number = request.path_params["number"]
-        return page(request, "community.html", doc=corpus.inspect("community", str(number)))
-
-    async def refused(request: Request, exc: Exception) -> Response:
-        status = 400 if isinstance(exc, UsageError) else 500
-        return page(request, "error.html", status=status, message=str(exc))
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return HTMLResponse("not found", status_code=404)
+    pages = Pages(corpus, runs_dir)
 
     @contextlib.asynccontextmanager
     async def prepared(app: Starlette) -> AsyncIterator[None]:
@@ -86,12 +114,13 @@ def make_app(corpus: Corpus, runs_dir: Path | None = None) -> Any:
         yield
 
     routes = [
-        Route("/", search),
-        Route("/file", file_page),
-        Route("/communities", communities),
-        Route("/communities/{number:int}", community),
+        Route("/", pages.search),
+        Route("/file", pages.file),
+        Route("/communities", pages.communities),
+        Route("/communities/{number:int}", pages.community),
+        Route("/runs", pages.runs),
+        Route("/runs/query", pages.run_query),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=prepared, exception_handlers={RagxError: refused, 404: not_found})
-    app.state.corpus = corpus
+    app = Starlette(routes=routes, lifespan=prepared, exception_handlers={RagxError: pages.refused, 404: pages.not_found})
     return ServerTiming(app)

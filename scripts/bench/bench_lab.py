@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     live_s = statistics.median(live)
     print(f"live: one evaluation of {args.dataset} {args.split} ({len(queries)} queries): {live_s:.2f} s "
           f"(median of {args.live}: {', '.join(f'{s:.2f}' for s in live)})", flush=True)
-    out = run(cfg, n_trials=args.trials)
+    out = run(cfg, n_trials=args.trials, sets=sets)  # the passes loaded above (one code version for the whole run)
     per_trial = out["seconds"] / out["trials"]
     figures = {"dataset": args.dataset, "split": args.split, "queries": len(queries), "live_seconds": live_s,
                "live_trials_per_s": 1 / live_s, "offline_trials": out["trials"], "offline_seconds": out["seconds"],

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from ragx.index.embedding import batch_plan
-from ragx.text_keys import text_keys
 from ragx.models.pool import EmbeddingPool
 from ragx.models.registry import make_embedder
+from ragx.text_keys import text_keys
 
 SERVE = Path(__file__).resolve().parent.parent / "tools" / "serve_embeddings.py"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -36,8 +36,7 @@ for extra in (REPO_ROOT, REPO_ROOT / "tests"):
 
 from servers import FakeOpenAI  # noqa: E402  (the loopback chat server of the tests)
 
-from ragx.api import Corpus  # noqa: E402
-from ragx.api import open_collection  # noqa: E402
+from ragx.api import Corpus, open_collection  # noqa: E402
 from ragx.eval.beir import cache_dir_for  # noqa: E402
 from ragx.eval.presets import parse_config  # noqa: E402
 from ragx.eval.queries import load_queries  # noqa: E402

@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"<!-- install: (\w+) -->\s*\n```bash\n(.*?)```", re.S)
 # Where each path's `ragx` ends up, relative to the copy of the repository or to the tool bin folder.
-WHERE = {"full": "checkout:.venv/bin/ragx", "light": "copy:.venv-light/bin/ragx", "pipx": "bin:ragx", "uv": "bin:ragx"}
+# pipx and uv each get a bin folder of their own: both would put a `ragx` there, and uv refuses to overwrite.
+WHERE = {"full": "checkout:.venv/bin/ragx", "light": "copy:.venv-light/bin/ragx", "pipx": "bin-pipx:ragx", "uv": "bin-uv:ragx"}
 # Each path's environment (its size is printed), relative to the copy or to the temporary folder; the
 # torch-free paths are checked to have no torch.
 ENV_DIR = {"light": "copy:.venv-light", "pipx": "work:pipx/venvs/ragx", "uv": "work:uv-tools/ragx"}
@@ -106,12 +107,11 @@ def tools_on_path(work: Path, env: dict[str, str]) -> None:
 def environment(work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON", "PIPX_", "UV_"))}
     env |= {
-        "HOME": str(work / "home"), "PIPX_HOME": str(work / "pipx"), "PIPX_BIN_DIR": str(work / "bin"),
-        "UV_TOOL_DIR": str(work / "uv-tools"), "UV_TOOL_BIN_DIR": str(work / "bin"),
+        "HOME": str(work / "home"), "PIPX_HOME": str(work / "pipx"), "PIPX_BIN_DIR": str(work / "bin-pipx"),
+        "UV_TOOL_DIR": str(work / "uv-tools"), "UV_TOOL_BIN_DIR": str(work / "bin-uv"),
         "UV_PYTHON_DOWNLOADS": "never",  # the machine's Python; no interpreter downloads (registries only)
         "RAGX_CACHE_DIR": str(work / "model-cache"), "RAGX_PROGRESS": "plain",
     }
-    env["PATH"] = f"{work / 'bin'}{os.pathsep}{env['PATH']}"
     (work / "home").mkdir()
     return env
 
@@ -167,7 +167,7 @@ def check(name: str, block: str, work: Path, env: dict[str, str]) -> None:
         say(name, f"$ {line}")
     run(name, ["bash", "-euo", "pipefail", "-c", block], copy, env)
     base, rel = WHERE[name].split(":")
-    first_use(name, (copy if base == "copy" else work / "bin") / rel, work, env)
+    first_use(name, (copy if base == "copy" else work / base) / rel, work, env)
     base, rel = ENV_DIR[name].split(":")
     venv = (copy if base == "copy" else work) / rel
     if subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True).returncode == 0:

@@ -8,8 +8,17 @@ from .anchors import ANCHOR_VECTOR_DTYPE, AnchorDocs
 from .files import FileRow, StoredFiles, chunk_location
 from .integrity import FINGERPRINT_SQL, chunk_fingerprint
 from .run import IndexRun, RunExtras
-from .schema import (ANCHORS_OUTDATED, CHUNK_COLUMNS, INDEXED_TEXT_SQL, SCAN_MARGIN_NS, SCAN_STARTED, SCHEMA, SCHEMA_VERSION,
-                     scan_started, written_since)
+from .schema import (
+    ANCHORS_OUTDATED,
+    CHUNK_COLUMNS,
+    INDEXED_TEXT_SQL,
+    SCAN_MARGIN_NS,
+    SCAN_STARTED,
+    SCHEMA,
+    SCHEMA_VERSION,
+    scan_started,
+    written_since,
+)
 from .transfer import Transfer
 
 __all__ = [
