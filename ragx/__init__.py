@@ -2,4 +2,4 @@
 (cli, mcp) use; below it eval, search, index, ingest, models and scoring, each importing only the floors
 under it (pyproject.toml's import-linter contracts); config, errors, log, schemas beside them."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

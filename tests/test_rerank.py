@@ -119,6 +119,6 @@ def test_unreachable_hub_name_degrades(corpus, capsys):
     write_toml(corpus, '[rerank]\nmodel = "nobody-here/no-such-cross-encoder"\n')  # HF_HUB_OFFLINE=1: no network
     doc = Corpus(corpus).query("telescope")
     assert doc["results"] and doc["rerank"]["used"] is False
-    assert doc["rerank"]["skipped"].startswith("reranker nobody-here/no-such-cross-encoder could not be loaded")
+    assert doc["rerank"]["skipped"].startswith("reranker nobody-here/no-such-cross-encoder unavailable: not in the local model cache")
     assert "\n" not in doc["rerank"]["skipped"]
     assert capsys.readouterr().err.count("warning") == 1

@@ -79,9 +79,12 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         if self.model.startswith(("/", "./", "../", "~")) and not Path(self.model).expanduser().is_dir():
             raise ProviderError(f"reranker {self.model} unavailable: no such directory (fix rerank.model, or set it to \"\")")
+        import importlib.util
+
         from .st_engine import unloadable_here
 
-        unloadable = unloadable_here(self.model)
+        installed = importlib.util.find_spec("sentence_transformers") is not None  # found, not imported (torch)
+        unloadable = unloadable_here(self.model) if installed else None
         if unloadable:
             raise ProviderError(f"reranker {self.model} unavailable: {unloadable} (fix rerank.model, or set it to \"\")")
         try:
