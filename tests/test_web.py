@@ -26,6 +26,7 @@ def site(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("web-corpus")
     make_corpus(root, n_per_topic=6)
+    (root / "markup.md").write_text("# markup\n\nA note about <script>window.pwned = 1</script> bread <b>oven</b> & yeast.\n")
     with pytest.MonkeyPatch.context() as mp:
         embedder = HashEmbedder()
         mp.setattr(registry, "make_embedder", lambda *a, **k: embedder)
@@ -114,6 +115,28 @@ def test_communities_page_lists_labels_sizes_and_members(site, page, capsys):
     members = page.eval_on_selector_all("tr.member", "els => els.map(e => +e.dataset.chunk)")
     inspected = cli_json(capsys, "inspect", "community", str(rows[1][0]), "--root", str(root), "--json")
     assert members == [c["chunk_id"] for c in inspected["chunks"]] and len(members) == rows[1][2]
+
+
+def test_a_date_filter_empties_the_page_as_it_empties_the_json(site, page, capsys, fake_model):
+    root, url = site
+    page.goto(url + "/")
+    page.fill("#q", "bread oven")
+    page.click(".filters summary")
+    page.fill("#since", "2999-01-01")
+    page.click("#go")
+    page.wait_for_selector("#summary")
+    code, out, _ = call(capsys, "query", "bread oven", "--root", str(root), "--json", "--since", "2999-01-01")
+    doc = json.loads(out)
+    assert code == 1 and doc["results"] == [] and shown_results(page) == []
+    assert doc["time"]["reason"] in page.inner_text("main")
+
+
+def test_file_text_is_shown_as_text_never_run_as_markup(site, page):
+    _, url = site
+    page.goto(url + "/?q=script+window+pwned+bread&top=50")
+    passage = page.locator(".file-group[data-file='markup.md'] pre.passage").first
+    assert "<script>window.pwned = 1</script>" in passage.inner_text()
+    assert page.evaluate("window.pwned") is None and page.locator(".file-group[data-file='markup.md'] pre.passage b").count() == 0
 
 
 def raw_get(url: str, path: str) -> tuple[int, str]:
