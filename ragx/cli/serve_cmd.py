@@ -38,6 +38,7 @@ def serve_command(
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = DEFAULT_PORT,
     expose: Annotated[bool, typer.Option("--expose", help="Allow a --host that other machines can reach.")] = False,
     runs: Annotated[Optional[Path], typer.Option("--runs", help="Folder of saved `ragx eval --json` runs for the runs page.")] = None,
+    queries: Annotated[Optional[Path], typer.Option("--queries", help="Labelled queries (queries.jsonl) for live runs of two configurations.")] = None,
 ) -> None:
     """Serve a local web page: search with explain, communities, and two eval runs compared query by query.
 
@@ -48,9 +49,11 @@ def serve_command(
         raise UsageError(f"--port must be 0-65535, got {port}")
     if runs is not None and not runs.is_dir():
         raise UsageError(f"--runs {runs} is not a folder")
+    if queries is not None and not queries.is_file():
+        raise UsageError(f"--queries {queries} is not a file")
     from ..api import Corpus
 
     corpus = Corpus.open(root, need_index=True)
     from ..web.serve import serve
 
-    serve(corpus, host, port, runs, announce=lambda url: err.print(f"ragx serve: {url} (Ctrl-C stops)", markup=False))
+    serve(corpus, host, port, runs, announce=lambda url: err.print(f"ragx serve: {url} (Ctrl-C stops)", markup=False), queries=queries)
