@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
-from .config import Settings, load_settings, resolve_root
+from .config import LIMITS, Settings, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.layout import Layout
 from .index.store import ANCHORS_OUTDATED, Store, scan_started
@@ -159,8 +159,9 @@ class Corpus:
 
         p = (params or self.settings.search).switched(graph=graph, lexical=lexical, rerank=rerank)
         if top is not None:
-            if top < 1:
-                raise UsageError("--top must be at least 1")
+            limit = LIMITS["search.top"]  # the one table: the CLI, MCP and ragx.toml share the bound
+            if not limit.allows(top):
+                raise UsageError(f"top = {top} is out of range: it must be {limit.describe()} (as search.top)")
             p = p.replace(top=top)
         wanted = p.top
         if time is not None and time.active:  # filters and boosts see every candidate, then cut to top

@@ -296,6 +296,13 @@ def query_inputs(s: Suite) -> None:
     s.record("empty query", "ragx query ' '", s.ragx("query", " ", *root), contains=("empty",))
 
 
+@case("top-bound", "inputs")
+def top_bound(s: Suite) -> None:
+    """Issue 42: top = 10^12 was accepted by the CLI and MCP while search.top in ragx.toml is capped."""
+    run = s.ragx("query", "wings", "--top", str(10**12), "--root", str(s.corpus))
+    s.record("--top 10^12", "ragx query --top 1000000000000", run, contains=("out of range",), check_intact=False)
+
+
 @case("inspect-inputs", "bad inputs")
 def inspect_inputs(s: Suite) -> None:
     root = ("--root", str(s.corpus))
