@@ -87,14 +87,19 @@ def test_search_result_and_explain_show_what_the_json_says(site, page, capsys, f
     assert listed == [c["chunk_id"] for c in inspected["chunks"]]
 
 
-def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
-    root, url = site
+def search_filtered(page, url: str, query: str, field: str, value: str) -> None:
+    """Search from the page's form with one filter (opened from its fold) filled in."""
     page.goto(url + "/")
-    page.fill("#q", "bread oven")
+    page.fill("#q", query)
     page.click(".filters summary")
-    page.fill("#path", "sailing-*")
+    page.fill(field, value)
     page.click("#go")
     page.wait_for_selector("#summary")
+
+
+def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
+    root, url = site
+    search_filtered(page, url, "bread oven", "#path", "sailing-*")
     doc = cli_json(capsys, "query", "bread oven", "--root", str(root), "--json", "--path", "sailing-*", "--no-evidence-check")
     files = [r["file"] for r in sorted(shown_results(page), key=lambda r: r["rank"])]
     assert all(f.startswith("sailing-") for f in files)
@@ -119,12 +124,7 @@ def test_communities_page_lists_labels_sizes_and_members(site, page, capsys):
 
 def test_a_date_filter_empties_the_page_as_it_empties_the_json(site, page, capsys, fake_model):
     root, url = site
-    page.goto(url + "/")
-    page.fill("#q", "bread oven")
-    page.click(".filters summary")
-    page.fill("#since", "2999-01-01")
-    page.click("#go")
-    page.wait_for_selector("#summary")
+    search_filtered(page, url, "bread oven", "#since", "2999-01-01")
     code, out, _ = call(capsys, "query", "bread oven", "--root", str(root), "--json", "--since", "2999-01-01")
     doc = json.loads(out)
     assert code == 1 and doc["results"] == [] and shown_results(page) == []
