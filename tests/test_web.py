@@ -185,6 +185,16 @@ def test_a_non_loopback_host_is_refused_without_expose(tmp_path, capsys, host):
     assert code == 2 and "not a loopback address" in err and "--expose" in err
 
 
+def test_without_the_web_extra_serve_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
+    make_corpus(tmp_path, n_per_topic=1)
+    code, _, err = call(capsys, "serve", "--root", str(tmp_path))
+    assert code == 2 and "pip install 'ragx[web]'" in err and "uvicorn" in err and len(err.strip().splitlines()) == 1
+
+
 def test_the_default_binds_loopback_only(tmp_path):
     """`ragx serve` with no --host listens on 127.0.0.1 (the address it says, from the bound socket)."""
     make_corpus(tmp_path, n_per_topic=1)

@@ -31,6 +31,15 @@ def checked_host(host: str, expose: bool) -> str:
     return host
 
 
+def _check_web_extra() -> None:
+    """The page's libraries come with the `web` extra: without them, one line saying so (not a traceback)."""
+    import importlib.util
+
+    missing = [name for name in ("starlette", "jinja2", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"`ragx serve` needs {', '.join(missing)}: pip install 'ragx[web]'")
+
+
 @app.command("serve")
 def serve_command(
     root: RootOpt = None,
@@ -51,6 +60,7 @@ def serve_command(
         raise UsageError(f"--runs {runs} is not a folder")
     if queries is not None and not queries.is_file():
         raise UsageError(f"--queries {queries} is not a file")
+    _check_web_extra()
     from ..api import Corpus
 
     corpus = Corpus.open(root, need_index=True)
