@@ -26,6 +26,7 @@ def site(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("web-corpus")
     make_corpus(root, n_per_topic=6)
+    (root / "tagged.md").write_text("---\ntags: [baking]\n---\n# tagged\n\nBread from the oven, with yeast and flour.\n")
     (root / "markup.md").write_text("# markup\n\nA note about <script>window.pwned = 1</script> bread <b>oven</b> & yeast.\n")
     with pytest.MonkeyPatch.context() as mp:
         embedder = HashEmbedder()
@@ -107,6 +108,14 @@ def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
         assert files == [r["file"] for r in doc["results"]]
     else:
         assert files == [] and page.is_visible("#evidence")
+
+
+def test_tag_filter_shows_what_the_json_shows(site, page, capsys, fake_model):
+    root, url = site
+    search_filtered(page, url, "bread oven", "#tags", "baking")
+    doc = cli_json(capsys, "query", "bread oven", "--root", str(root), "--json", "--tag", "baking")
+    shown = sorted(shown_results(page), key=lambda r: r["rank"])
+    assert [r["file"] for r in shown] == [r["file"] for r in doc["results"]] == ["tagged.md"]
 
 
 def test_communities_page_lists_labels_sizes_and_members(site, page, capsys):
