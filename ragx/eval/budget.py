@@ -66,7 +66,7 @@ def bm25_of_pass(configs: list[EvalConfig]) -> dict[str, Any]:
         if name not in names:
             names.append(name)
     if len(found) > 1:
-        settings = "; ".join(f"k1={k1:g}, b={b:g}, {variant}, query_features={qf}: {', '.join(names)}"
+        settings = "; ".join(f"k1={k1:g}, b={b:g}, {variant}{'' if qf == 'off' else f', query_features={qf}'}: {', '.join(names)}"
                              for (k1, b, variant, qf), names in found.items())
         raise UsageError("configs of one run must share bm25_k1/bm25_b/bm25_variant/query_features: one retrieval pass scores BM25 once; "
                          f"run `ragx eval` once per setting ({settings})")
