@@ -26,6 +26,8 @@ def site(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("web-corpus")
     make_corpus(root, n_per_topic=6)
+    (root / "tagged.md").write_text("---\ntags: [baking]\n---\n# tagged\n\nBread from the oven, with yeast and flour.\n")
+    (root / "markup.md").write_text("# markup\n\nA note about <script>window.pwned = 1</script> bread <b>oven</b> & yeast.\n")
     with pytest.MonkeyPatch.context() as mp:
         embedder = HashEmbedder()
         mp.setattr(registry, "make_embedder", lambda *a, **k: embedder)
@@ -86,14 +88,19 @@ def test_search_result_and_explain_show_what_the_json_says(site, page, capsys, f
     assert listed == [c["chunk_id"] for c in inspected["chunks"]]
 
 
-def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
-    root, url = site
+def search_filtered(page, url: str, query: str, field: str, value: str) -> None:
+    """Search from the page's form with one filter (opened from its fold) filled in."""
     page.goto(url + "/")
-    page.fill("#q", "bread oven")
+    page.fill("#q", query)
     page.click(".filters summary")
-    page.fill("#path", "sailing-*")
+    page.fill(field, value)
     page.click("#go")
     page.wait_for_selector("#summary")
+
+
+def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
+    root, url = site
+    search_filtered(page, url, "bread oven", "#path", "sailing-*")
     doc = cli_json(capsys, "query", "bread oven", "--root", str(root), "--json", "--path", "sailing-*", "--no-evidence-check")
     files = [r["file"] for r in sorted(shown_results(page), key=lambda r: r["rank"])]
     assert all(f.startswith("sailing-") for f in files)
@@ -101,6 +108,14 @@ def test_path_filter_keeps_only_matching_files(site, page, capsys, fake_model):
         assert files == [r["file"] for r in doc["results"]]
     else:
         assert files == [] and page.is_visible("#evidence")
+
+
+def test_tag_filter_shows_what_the_json_shows(site, page, capsys, fake_model):
+    root, url = site
+    search_filtered(page, url, "bread oven", "#tags", "baking")
+    doc = cli_json(capsys, "query", "bread oven", "--root", str(root), "--json", "--tag", "baking")
+    shown = sorted(shown_results(page), key=lambda r: r["rank"])
+    assert [r["file"] for r in shown] == [r["file"] for r in doc["results"]] == ["tagged.md"]
 
 
 def test_communities_page_lists_labels_sizes_and_members(site, page, capsys):
@@ -114,6 +129,23 @@ def test_communities_page_lists_labels_sizes_and_members(site, page, capsys):
     members = page.eval_on_selector_all("tr.member", "els => els.map(e => +e.dataset.chunk)")
     inspected = cli_json(capsys, "inspect", "community", str(rows[1][0]), "--root", str(root), "--json")
     assert members == [c["chunk_id"] for c in inspected["chunks"]] and len(members) == rows[1][2]
+
+
+def test_a_date_filter_empties_the_page_as_it_empties_the_json(site, page, capsys, fake_model):
+    root, url = site
+    search_filtered(page, url, "bread oven", "#since", "2999-01-01")
+    code, out, _ = call(capsys, "query", "bread oven", "--root", str(root), "--json", "--since", "2999-01-01")
+    doc = json.loads(out)
+    assert code == 1 and doc["results"] == [] and shown_results(page) == []
+    assert doc["time"]["reason"] in page.inner_text("main")
+
+
+def test_file_text_is_shown_as_text_never_run_as_markup(site, page):
+    _, url = site
+    page.goto(url + "/?q=script+window+pwned+bread&top=50")
+    passage = page.locator(".file-group[data-file='markup.md'] pre.passage").first
+    assert "<script>window.pwned = 1</script>" in passage.inner_text()
+    assert page.evaluate("window.pwned") is None and page.locator(".file-group[data-file='markup.md'] pre.passage b").count() == 0
 
 
 def raw_get(url: str, path: str) -> tuple[int, str]:
@@ -160,6 +192,16 @@ def test_a_non_loopback_host_is_refused_without_expose(tmp_path, capsys, host):
     make_corpus(tmp_path, n_per_topic=1)
     code, _, err = call(capsys, "serve", "--root", str(tmp_path), "--host", host, "--port", "0")
     assert code == 2 and "not a loopback address" in err and "--expose" in err
+
+
+def test_without_the_web_extra_serve_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
+    make_corpus(tmp_path, n_per_topic=1)
+    code, _, err = call(capsys, "serve", "--root", str(tmp_path))
+    assert code == 2 and "pip install 'ragx[web]'" in err and "uvicorn" in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_default_binds_loopback_only(tmp_path):

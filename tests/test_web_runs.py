@@ -47,7 +47,8 @@ def runs_site(tmp_path_factory):
         doc = _eval(data, base / "cache")
         (runs / "dense-vs-bm25.json").write_text(json.dumps(doc))
         corpus = Corpus.open(doc["datasets"][0]["corpus"])
-        with served(corpus, runs) as url:
+        queries = sorted((base / "cache").rglob("queries/test.jsonl"))[0]  # the labelled queries `ragx eval beir` materialised
+        with served(corpus, runs, queries) as url:
             yield doc, url, data
 
 
@@ -114,6 +115,24 @@ def test_a_query_opens_both_rankings_side_by_side_with_relevance_marks(runs_site
         assert ndcg10([g for _, g, _ in trec_order], sorted(relevant.values(), reverse=True)) == pytest.approx(per_query[config][qid]["nDCG@10"], abs=1e-6)
     page.click("#side-b li.ranked details.explain summary")
     assert page.locator("#side-b li.ranked td[data-signal=lexical]").first.is_visible()
+
+
+def test_a_live_run_of_two_configurations_equals_the_saved_run(runs_site, page):
+    """The page evaluates two --config specs itself over the served corpus's labelled queries: the same two
+    configurations as the saved run give its very comparison."""
+    doc, url, _ = runs_site
+    want = doc["datasets"][0]["comparisons"]["configs"]["bm25"]["nDCG@10"]
+    page.goto(url + "/runs")
+    page.fill("#live-a", "dense,budget=own")
+    page.fill("#live-b", "bm25,budget=own")
+    page.click("#run-live")
+    page.wait_for_selector("#stats")
+    assert page.inner_text("#diff") == f"{want['diff']:+.4f}"
+    assert page.inner_text("#ci") == f"[{want['ci'][0]:+.4f}, {want['ci'][1]:+.4f}]"
+    assert page.inner_text("#wtl") == f"{want['wins']} / {want['ties']} / {want['losses']}"
+    page.click("tr.delta a")
+    page.wait_for_selector("#side-b")
+    assert page.locator("#side-a li.ranked").count() > 0
 
 
 def ndcg10(grades: list[int], ideal: list[int]) -> float:

@@ -31,7 +31,7 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def served(corpus, runs_dir: Path | None = None) -> Iterator[str]:
+def served(corpus, runs_dir: Path | None = None, queries: Path | None = None) -> Iterator[str]:
     """The page's base URL while a uvicorn thread serves `corpus` on 127.0.0.1 (a free port)."""
     import uvicorn
 
@@ -39,7 +39,7 @@ def served(corpus, runs_dir: Path | None = None) -> Iterator[str]:
     from ragx.web.serve import bind
 
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(make_app(corpus, runs_dir), log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(make_app(corpus, runs_dir, queries), log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -31,6 +31,15 @@ def checked_host(host: str, expose: bool) -> str:
     return host
 
 
+def _check_web_extra() -> None:
+    """The page's libraries come with the `web` extra: without them, one line saying so (not a traceback)."""
+    import importlib.util
+
+    missing = [name for name in ("starlette", "jinja2", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"`ragx serve` needs {', '.join(missing)}: pip install 'ragx[web]'")
+
+
 @app.command("serve")
 def serve_command(
     root: RootOpt = None,
@@ -38,6 +47,7 @@ def serve_command(
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = DEFAULT_PORT,
     expose: Annotated[bool, typer.Option("--expose", help="Allow a --host that other machines can reach.")] = False,
     runs: Annotated[Optional[Path], typer.Option("--runs", help="Folder of saved `ragx eval --json` runs for the runs page.")] = None,
+    queries: Annotated[Optional[Path], typer.Option("--queries", help="Labelled queries (queries.jsonl) for live runs of two configurations.")] = None,
 ) -> None:
     """Serve a local web page: search with explain, communities, and two eval runs compared query by query.
 
@@ -48,9 +58,12 @@ def serve_command(
         raise UsageError(f"--port must be 0-65535, got {port}")
     if runs is not None and not runs.is_dir():
         raise UsageError(f"--runs {runs} is not a folder")
+    if queries is not None and not queries.is_file():
+        raise UsageError(f"--queries {queries} is not a file")
+    _check_web_extra()
     from ..api import Corpus
 
     corpus = Corpus.open(root, need_index=True)
     from ..web.serve import serve
 
-    serve(corpus, host, port, runs, announce=lambda url: err.print(f"ragx serve: {url} (Ctrl-C stops)", markup=False))
+    serve(corpus, host, port, runs, announce=lambda url: err.print(f"ragx serve: {url} (Ctrl-C stops)", markup=False), queries=queries)

@@ -22,7 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from ..api import Corpus
 from ..errors import RagxError, UsageError
-from .runs_view import Pick, compare, list_runs, load_run, resolve, side_by_side
+from .runs_view import LIVE_DATASET, Pick, Side, compare, list_runs, live_run, load_run, resolve, side_by_side
 from .search_view import TOP_CHOICES, SearchForm, run_search, seed_legs
 
 HERE = Path(__file__).parent
@@ -52,8 +52,8 @@ class ServerTiming:
 class Pages:
     """The page handlers over one corpus (and one folder of saved runs)."""
 
-    def __init__(self, corpus: Corpus, runs_dir: Path | None):
-        self.corpus, self.runs_dir = corpus, runs_dir
+    def __init__(self, corpus: Corpus, runs_dir: Path | None, queries: Path | None = None):
+        self.corpus, self.runs_dir, self.queries = corpus, runs_dir, queries
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.globals.update(seed_legs=seed_legs, top_choices=TOP_CHOICES)
 
@@ -79,14 +79,20 @@ class Pages:
 
     async def runs(self, request: Request) -> Response:
         names = list_runs(self.runs_dir)
-        pick = Pick.read(request.query_params, names)
+        live_a, live_b = request.query_params.get("live_a", "").strip(), request.query_params.get("live_b", "").strip()
+        if live_a and live_b:
+            name = live_run(self.corpus, self.queries, live_a, live_b)
+            names = [name, *names]
+            pick: Pick | None = Pick(Side(name, "A"), Side(name, "B"), LIVE_DATASET, request.query_params.get("metric", "") or "nDCG@10")
+        else:
+            pick = Pick.read(request.query_params, names)
         if pick is None:
-            return self.page(request, "runs.html", names=names, pick=None, runs_dir=self.runs_dir)
+            return self.page(request, "runs.html", names=names, pick=None, runs_dir=self.runs_dir, live=self.queries is not None)
         pick, ds_a, ds_b = resolve(pick, self.runs_dir)
         configs = {"a": list(ds_a["files"]["per_query"]), "b": list(ds_b["files"]["per_query"])}
         datasets = [d["dataset"] for d in load_run(self.runs_dir, pick.a.run)["datasets"]]
         return self.page(request, "runs.html", names=names, pick=pick, runs_dir=self.runs_dir, configs=configs,
-                         datasets=datasets, cmp=compare(pick, ds_a, ds_b))
+                         datasets=datasets, cmp=compare(pick, ds_a, ds_b), live=self.queries is not None)
 
     async def run_query(self, request: Request) -> Response:
         pick = Pick.read(request.query_params, list_runs(self.runs_dir))
@@ -104,9 +110,10 @@ class Pages:
         return HTMLResponse("not found", status_code=404)
 
 
-def make_app(corpus: Corpus, runs_dir: Path | None = None) -> Any:
-    """The ASGI app serving `corpus` (and the saved eval runs in `runs_dir`), wrapped in ServerTiming."""
-    pages = Pages(corpus, runs_dir)
+def make_app(corpus: Corpus, runs_dir: Path | None = None, queries: Path | None = None) -> Any:
+    """The ASGI app serving `corpus` (the saved eval runs in `runs_dir`, live runs over the labelled
+    `queries`), wrapped in ServerTiming."""
+    pages = Pages(corpus, runs_dir, queries)
 
     @contextlib.asynccontextmanager
     async def prepared(app: Starlette) -> AsyncIterator[None]:

@@ -23,8 +23,29 @@ def list_runs(runs_dir: Path | None) -> list[str]:
     return sorted(p.name for p in runs_dir.iterdir() if p.suffix == ".json" and p.is_file())
 
 
+# Runs computed by the page itself (two configurations over the served corpus's labelled queries), by name.
+LIVE_RUNS: dict[str, dict[str, Any]] = {}
+LIVE_DATASET = "live"
+
+
+def live_run(corpus: Corpus, queries: Path | None, spec_a: str, spec_b: str) -> str:
+    """Evaluate two configurations (`ragx eval --config` specs without the name: "hybrid,lexical_n=50")
+    over the served corpus's labelled queries, once per pair; the name the run is kept under."""
+    if queries is None:
+        raise UsageError("live runs need the corpus's labelled queries: start `ragx serve --queries FILE`")
+    name = f"live: {spec_a} vs {spec_b}"
+    kept = LIVE_RUNS.get(name)
+    if kept is None or kept["datasets"][0]["corpus"] != str(corpus.root):
+        doc = corpus.evaluate(queries, [f"A={spec_a}", f"B={spec_b}"])
+        LIVE_RUNS[name] = {"schema": schemas.EVAL, "datasets": [{**doc, "dataset": LIVE_DATASET}]}
+    return name
+
+
 def load_run(runs_dir: Path | None, name: str) -> dict[str, Any]:
-    """A saved run by its listed name only (never a path from the URL: no way out of the folder)."""
+    """A saved run by its listed name only (never a path from the URL: no way out of the folder), or a
+    live run this page computed."""
+    if name in LIVE_RUNS:
+        return LIVE_RUNS[name]
     if runs_dir is None or name not in list_runs(runs_dir):
         raise UsageError(f"no saved run {name!r} in the runs folder")
     try:

@@ -20,13 +20,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(corpus: Corpus, host: str, port: int, runs_dir: Path | None, announce: Callable[[str], None]) -> None:
+def serve(corpus: Corpus, host: str, port: int, runs_dir: Path | None, announce: Callable[[str], None],
+          queries: Path | None = None) -> None:
     """Serve until interrupted; `announce` gets the URL (with the real port when `port` is 0)."""
     import uvicorn
 
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    config = uvicorn.Config(make_app(corpus, runs_dir), log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(make_app(corpus, runs_dir, queries), log_level="warning", access_log=False, lifespan="on")
     announce(f"http://{shown}:{bound_port}/")
     uvicorn.Server(config).run(sockets=[sock])
