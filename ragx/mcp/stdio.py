@@ -112,8 +112,20 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602  # JSON-RP
 _SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins escaped pairs: any left is a lone one
 
 
+MAX_REQUEST_BYTES = 1_000_000  # one JSON-RPC line from the client; a 20 MB one went unanswered for minutes
+
+
 def _valid_id(ident: Any) -> bool:
     return isinstance(ident, (int, str)) and not isinstance(ident, bool)
+
+
+def _bad_request_id(text: str) -> bool:
+    """A request (it has a method) whose id is there but neither a string nor a number (JSON-RPC 2.0
+    allows null only in responses to a request it could not read)."""
+    if '"id"' not in text:
+        return False
+    msg = json.loads(text)
+    return isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg and not _valid_id(msg["id"])
 
 
 def _lone_surrogate(value: Any, path: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], bool, int] | None:
@@ -184,9 +196,15 @@ def _screen(line: bytes | str) -> tuple[str | None, dict[str, Any] | None]:
         text = line
     if not text.strip():
         return None, None
+    if len(line) > MAX_REQUEST_BYTES:  # refused unread: a query or a path is never this long
+        log.info("answered a request of %d bytes", len(line))
+        return None, _error(None, INVALID_REQUEST, f"Invalid Request: {len(line):,} bytes; at most {MAX_REQUEST_BYTES:,} are read")
     if bad_byte is None:
         try:
             jsonrpc_message_adapter.validate_json(text, by_name=False)
+            if _bad_request_id(text):  # read by the SDK as a notification: it would never answer
+                log.info("answered a request whose id is neither a string nor a number")
+                return None, _error(None, INVALID_REQUEST, "Invalid Request: the id must be a string or a number")
             return text, None
         except ValidationError as exc:
             problems = exc.errors()

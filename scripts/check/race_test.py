@@ -183,7 +183,7 @@ def cli_reader(root: Path, queries: list[str], n: int, tally: Tally, fake: bool,
             break
         q = rng.choice(queries)
         done = subprocess.run(
-            ragx_argv(["query", q, "--root", str(root), "--json", "--explain"], fake), capture_output=True, text=True, env=child_env(fake)
+            ragx_argv(["query", "--root", str(root), "--json", "--explain", "--", q], fake), capture_output=True, text=True, env=child_env(fake)
         )
         with tally.lock:
             tally.queries += 1
