@@ -1,6 +1,7 @@
 """One generation of an index's derived arrays, written whole before the commit that names it.
 
-    gen-NNNNNN/chunks.npz    ids (sorted live chunk ids), the file id of each, base_ids, delta_ids
+    gen-NNNNNN/chunks.npz    the chunks live when vectors.npy was written (its rows) and the file id of each
+    gen-NNNNNN/chunks-delta.npz  the chunks deleted and added since (chunk_lists.py)
     gen-NNNNNN/vectors.npy   float16 unit vectors, row i = base_ids[i] (memory-mapped on load)
     gen-NNNNNN/delta.npy     float16 unit vectors added since vectors.npy was written (stored_vectors.py)
 
@@ -16,9 +17,9 @@ and is memory-mapped by readers too (vectors.py).
     gen-NNNNNN/lexicon.npz   BM25's postings (lexicon.py): the base part
     gen-NNNNNN/lexicon-delta.npz  the postings of chunks added since lexicon.npz was written
 
-vectors.npy, vectors.hnsw, graph.npz and lexicon.npz may be hard links to the previous generation's files (never
-modified in place: a file is only ever written whole under a temporary folder), so a small
-incremental run writes only delta.npy, chunks.npz, graph-delta.npz and lexicon-delta.npz.
+chunks.npz, vectors.npy, vectors.hnsw, graph.npz and lexicon.npz may be hard links to the previous generation's
+files (never modified in place: a file is only ever written whole under a temporary folder), so a small
+incremental run writes only chunks-delta.npz, delta.npy, graph-delta.npz and lexicon-delta.npz.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from . import verified
+from .chunk_lists import base_linkable, read_chunk_lists, write_chunk_lists
 from .graph import Adjacency, Graph
 from .lexicon import PART_ARRAYS, POSTINGS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
 from .vectors import DeletedEntriesError, VectorIndex
 from .verified import (
+    CHUNK_LISTS,
     CHUNKS,
     DELTA,
     FILES,
@@ -117,12 +120,11 @@ class Snapshot:
         verify(folder, checksums, FILES if with_ann else READ_BY_SNAPSHOT,
                trust_unchanged=True if with_ann else None)
         try:
-            ids, file_ids, stored = _read_vectors(folder)
+            ids, file_ids, stored, slots = _read_vectors(folder)
             graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
             lexicon = load_lexicon(folder, ids) if with_ann else None
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
-        slots = stored.slots(ids)
         if slots is None or len(file_ids) != len(ids) or not graph.check() or (lexicon is not None and not lexicon.check()):
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: run `ragx index --full`")
         snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored, lexicon)
@@ -137,19 +139,18 @@ class Snapshot:
     def load_vectors(folder: Path, checksums: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray]:
         """(sorted chunk ids, their vectors) of a generation, verified against its checksums: the
         only source vector reuse takes vectors from (the graph and HNSW files are not needed)."""
-        verify(folder, checksums, (CHUNKS, VECTORS_NPY, DELTA))
+        verify(folder, checksums, (*CHUNK_LISTS, VECTORS_NPY, DELTA))
         try:
-            ids, _, stored = _read_vectors(folder)
+            ids, _, stored, slots = _read_vectors(folder)
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
-        slots = stored.slots(ids)
         if stored.base.ndim != 2 or slots is None:
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: {HINT}")
         return ids, stored.rows(ids, slots)
 
     @staticmethod
     def chunk_ids(folder: Path, checksums: dict[str, str] | None) -> np.ndarray:
-        """A generation's sorted live chunk ids alone (chunks.npz, verified): CorruptIndexError or
+        """A generation's sorted live chunk ids alone (chunk_lists.py, verified): CorruptIndexError or
         OSError when the folder is missing, damaged or unreadable."""
         return _chunk_arrays(folder, checksums, ("ids",))[0]
 
@@ -173,15 +174,14 @@ class Snapshot:
         tmp = target.with_name(f"tmp-{target.name}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        with open(tmp / CHUNKS, "wb") as fh:
-            np.savez(fh, ids=self.graph.ids, file_ids=self.file_ids, base_ids=self.stored.base_ids, delta_ids=self.stored.delta_ids)
+        checksums = self._write_chunk_lists(tmp, base_from)
         parts = {GRAPH_DELTA: self.graph.delta} if graph_from is not None else {GRAPH: self.graph.base, GRAPH_DELTA: self.graph.delta}
         for name, rows in parts.items():
             with open(tmp / name, "wb") as fh:
                 save_mappable_npz(fh, ids=rows.ids, indptr=rows.indptr, nbr=rows.nbr, weight=rows.weight)
         with open(tmp / DELTA, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
-        checksums = lexicon.write(tmp)
+        checksums |= lexicon.write(tmp)
         if graph_from is not None:
             _link_or_copy(graph_from[0] / GRAPH, tmp / GRAPH)
             checksums[GRAPH] = graph_from[1][GRAPH]
@@ -210,18 +210,32 @@ class Snapshot:
             os.close(fd)
         return checksums
 
+    def _write_chunk_lists(self, tmp: Path, base_from: tuple[Path, dict[str, str]] | None) -> dict[str, str]:
+        """chunks-delta.npz, and chunks.npz: linked with the vector base it describes (its checksum carried
+        over, returned) unless that generation's is from before the chunk delta (then written once)."""
+        linked = base_from is not None and base_linkable(base_from[0])
+        if base_from is None:
+            assert np.array_equal(self.stored.base_ids, self.graph.ids), "a new vector base holds every live chunk"
+        write_chunk_lists(tmp, self.graph.ids, self.file_ids, self.stored.base_ids, self.stored.delta_ids, linked)
+        if not linked:
+            return {}
+        assert base_from is not None
+        _link_or_copy(base_from[0] / CHUNKS, tmp / CHUNKS)
+        return {CHUNKS: base_from[1][CHUNKS]}
 
-def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
-    """(live ids, file ids, stored vectors); a generation from before the delta has its base only."""
-    with np.load(folder / CHUNKS) as z:
-        ids, file_ids = z["ids"], z["file_ids"]
-        base_ids = z["base_ids"] if "base_ids" in z.files else ids
-        delta_ids = z["delta_ids"] if "delta_ids" in z.files else np.empty(0, np.int64)
+
+def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors, np.ndarray | None]:
+    """(live ids, file ids, stored vectors, the stored row of each live id or None if one is missing);
+    a generation from before the delta has its base only."""
+    lists = read_chunk_lists(folder)
+    ids, file_ids, base_ids, delta_ids = lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids
     base = np.load(folder / VECTORS_NPY, mmap_mode="r")
     delta = np.load(folder / DELTA) if (folder / DELTA).exists() else np.empty((0, base.shape[1]), VECTOR_DTYPE)
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
-    return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+    stored = StoredVectors(base_ids, base, delta_ids, delta)
+    # the lists' own rows (no search of a million ids), else searched (the lists held whole: older format)
+    return ids, file_ids, stored, lists.slots if lists.slots is not None else stored.slots(ids)
 
 
 @dataclass(frozen=True)
@@ -246,11 +260,11 @@ class LexiconFiles:
 
 
 def _chunk_arrays(folder: Path, checksums: dict[str, str] | None, keys: tuple[str, ...]) -> list[np.ndarray]:
-    """The named int64 arrays of a generation's chunks.npz, verified first (only those are read)."""
-    verify(folder, checksums, (CHUNKS,))
+    """The named int64 lists of a generation (chunk_lists.ChunkLists fields), verified first."""
+    verify(folder, checksums, CHUNK_LISTS)
     try:
-        with np.load(folder / CHUNKS) as z:
-            return [np.asarray(z[key], dtype=np.int64) for key in keys]
+        lists = read_chunk_lists(folder)
+        return [np.asarray(getattr(lists, key), dtype=np.int64) for key in keys]
     except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
 
