@@ -17,6 +17,7 @@ from ragx.scoring.params import Params
 from ragx.scoring.score import score
 
 from .rerank import ShortlistScorer
+from .vectorised import Layouts, vectorised_runs
 
 
 @dataclass
@@ -42,7 +43,20 @@ def rescore(passes: list[Candidates], params: Params, qrels: dict[str, dict[str,
 
 
 def rescore_means(passes: list[Candidates], many: list[Params], evaluator: Evaluator, paths: dict[int, str],
-                  scorer: ShortlistScorer | None = None) -> list[dict[str, float]]:
+                  scorer: ShortlistScorer | None = None, layouts: Layouts | None = None) -> list[dict[str, float]]:
     """The mean metrics of each of `many` configurations, measured by one `Evaluator` of the labels
-    (prepared once for every batch): the same floats as `rescore(...).means`, digit for digit."""
-    return [evaluator(file_run(passes, params, paths, scorer))[0] for params in many]
+    (prepared once for every batch): the same floats as `rescore(...).means`, digit for digit.
+
+    Configurations that read no rerank scores are ranked together (lab/vectorised.py, with `layouts`
+    kept by the caller across batches); reranked ones one by one through `file_run`."""
+    return [evaluator(run)[0] for run in rescore_runs(passes, many, paths, scorer, layouts)]
+
+
+def rescore_runs(passes: list[Candidates], many: list[Params], paths: dict[int, str], scorer: ShortlistScorer | None = None,
+                 layouts: Layouts | None = None) -> list[dict[str, dict[str, float]]]:
+    """The run of each of `many` configurations: the vectorised path where it applies, `file_run` elsewhere."""
+    layouts = layouts if layouts is not None else Layouts(passes, paths)
+    plain = [k for k, p in enumerate(many) if scorer is None or p.rerank_weight <= 0]
+    runs = vectorised_runs(layouts, [many[k] for k in plain])
+    done = {plain[j]: run for j, run in runs.items()}
+    return [done[k] if k in done else file_run(passes, p, paths, scorer) for k, p in enumerate(many)]

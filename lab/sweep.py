@@ -270,7 +270,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     names = "+".join(sets)
 
     study = _open_study(cfg, worker, list(sets), bm25)
-    sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
+    sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)), space, builds)
     before = rerank_counts(data)  # pairs this worker computes or reads: its trials' and the defaults' below
     # the current defaults' objective on the same training data: the gain a promotion claims (lab/promote.py)
     study.set_user_attr("defaults_value", evaluate(defaults, builds[0])[0])
@@ -307,21 +307,30 @@ def _log_run(cfg, names: str, per_worker, study_trials, builds: list[str], space
     mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
 
 
-def make_sampler(optuna_cfg, seed: int) -> Any:
-    """`optuna.sampler`: tpe (a batch's trials spread by the constant liar), random, or qmc (scrambled
-    Sobol points, seeded per worker so that workers draw different points)."""
+def make_sampler(optuna_cfg, seed: int, space: dict[str, list] | None = None, builds: list[str] | None = None) -> Any:
+    """`optuna.sampler`: tpe (a batch's trials spread by the constant liar), random, qmc (scrambled
+    Sobol points, seeded per worker so that workers draw different points), or grid (`optuna.grid_points`
+    values per knob of `space`, walked so that a batch shares its structure: lab/grid.py)."""
     import optuna
 
     from ragx.errors import UsageError
 
     kind = str(optuna_cfg.get("sampler") or "tpe")
+    if kind == "grid":
+        from .grid import OrderedGrid, grid_axes
+
+        points = optuna_cfg.get("grid_points") or 5
+        if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+            raise UsageError(f"optuna.grid_points={points!r}: a whole number from 2 up")
+        whole = {n: PARAM_TYPES[n] in (int, "int") for n in space or {}}
+        return OrderedGrid(grid_axes(space or {}, builds or ["base"], points, whole), seed)
     if kind == "tpe":
         return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     if kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if kind == "qmc":
         return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
-    raise UsageError(f"optuna.sampler={kind!r}: tpe, random or qmc")
+    raise UsageError(f"optuna.sampler={kind!r}: tpe, random, qmc or grid")
 
 
 def track_trials(run_id: str, trials: list[Any], client: Any = None) -> None:

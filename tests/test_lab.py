@@ -12,7 +12,7 @@ from fakes import HashEmbedder, indexed_topic_corpus
 
 from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache
 from lab.rerank import shortlist_scorer
-from lab.rescore import rescore
+from lab.rescore import rescore, rescore_runs
 from ragx.api import Corpus
 from ragx.eval.presets import parse_config
 from ragx.eval.runner import run_eval
@@ -48,6 +48,9 @@ def test_offline_rescoring_is_digit_exact_against_live_eval(setup, tmp_path):
         assert offline.runs == live.runs[cfg.name], cfg.name           # same files, same float scores
         assert offline.per_query == live.file_per_query[cfg.name], cfg.name
         assert offline.means == live.file_means[cfg.name], cfg.name
+        # every config twice in one batch: each pair shares its structure, so lab/vectorised.py ranks them
+        together = rescore_runs(passes, [cfg.params, cfg.params.replace(file_chunks=cfg.params.file_chunks)], meta["paths"])
+        assert together == [live.runs[cfg.name]] * 2, cfg.name
     assert any(0 < m["nDCG@10"] < 1 for m in live.file_per_query[cfg.name].values())
 
 

@@ -31,7 +31,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--split", default="train")
     ap.add_argument("--trials", type=int, default=320)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--sampler", default="tpe", choices=["tpe", "random", "qmc"])
+    ap.add_argument("--sampler", default="tpe", choices=["tpe", "random", "qmc", "grid"])
+    ap.add_argument("--grid-points", type=int, default=5, help="values per knob with --sampler grid")
     ap.add_argument("--sweep", default="default", help="a configs/sweep/ name (the space and builds; only its base build is used)")
     ap.add_argument("--live", type=int, default=2, help="live evaluations to time (the median is reported)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     overrides = [f"dataset={args.dataset}", f"split={args.split}", f"sweep={args.sweep}", "sweep.builds=[{name: base, settings: {}}]",
-                 f"optuna.storage=sqlite:///{scratch / 'optuna.db'}", f"optuna.batch={args.batch}", f"optuna.sampler={args.sampler}",
+                 f"optuna.storage=sqlite:///{scratch / 'optuna.db'}", f"optuna.batch={args.batch}", f"optuna.sampler={args.sampler}", f"optuna.grid_points={args.grid_points}",
                  f"optuna.study_name=bench-{os.getpid()}", f"mlflow.tracking_uri=sqlite:///{scratch / 'mlflow.db'}",
                  f"mlflow.artifacts={scratch / 'artifacts'}"]
     cfg = compose(overrides)

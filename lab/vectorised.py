@@ -1,0 +1,233 @@
+"""Scoring vectorised across the trials of a batch: every trial that shares fusion and propagation
+ranked over every cached pass at once, in numpy.
+
+A trial's ranking splits into what depends on the pass's structure (RRF, propagation, the admitted
+candidates and their normalised signals: `ragx.scoring.score.prepare`) and what only weighs the result
+(the signal weights, link boost, role priors, file aggregation). Trials whose structural settings agree
+(a grid's or a weights sweep's, or the knob-by-knob sensitivity points) share one `Layout`: the
+product's own `prepare` of every pass, laid end to end as one flat array with a segment per query. The
+weights of the batch are then stacked into columns, and the fused scores, chunk rankings and file
+rankings of all of them come out of a handful of 2-D numpy calls. The same IEEE operations in the same
+order as `ragx.scoring.score.score` and `ragx.scoring.files.rank_files`: the same floats, bit for bit
+(tests/test_lab_vectorised.py holds them equal to lab/rescore.py's per-trial path on random passes).
+
+Reranked trials (rerank_weight > 0 with rerank scores to read) keep the per-trial path: their
+shortlist, and so which cross-encoder scores exist, differs per trial.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragx.eval.runner import DEPTH
+from ragx.scoring.candidates import ROLE_DOC, ROLE_EXAMPLE, ROLE_SOURCE, ROLE_TEST, Candidates
+from ragx.scoring.params import Params
+from ragx.scoring.score import prepare
+
+# the knobs a Layout leaves free: they only weigh what the structure produced
+WEIGHTS = {"heat_weight": 0.0, "dense_weight": 0.0, "lexical_weight": 0.0, "link_weight": 0.0, "rerank_weight": 0.0,
+           "shortlist": 0, "file_chunks": 1, "prior_test": 1.0, "prior_example": 1.0, "prior_doc": 1.0}
+CELLS = 2_000_000  # trials x candidates per 2-D step (a few arrays of this many float64: tens of MB)
+LAYOUTS = 4        # structural settings kept (a grid revisits them batch after batch)
+
+
+def structure(p: Params) -> Params:
+    """`p` with every knob a Layout leaves free set to one value: trials with equal structures share a Layout."""
+    return p.replace(**WEIGHTS)
+
+
+@dataclass
+class Layout:
+    """Every pass's admitted candidates under one structure, end to end (N candidates, G (query, file) pairs)."""
+
+    qids: list[str]
+    heat: np.ndarray        # N: the normalised signals, as `prepare` computed them
+    dense: np.ndarray
+    lexical: np.ndarray
+    nodes: np.ndarray       # N chunk ids (ties: smaller first)
+    seg: np.ndarray         # N query index
+    gfile: np.ndarray       # N: (query, file) index, ascending with the query, then the file id
+    roles: np.ndarray       # N file roles
+    coded: np.ndarray       # N: whether source code is among the query's candidates (role priors apply)
+    gseg: np.ndarray        # G query index
+    gpath: np.ndarray       # G paths (object)
+    counts: np.ndarray      # per query: files it returns (at most DEPTH)
+    links: tuple[np.ndarray, np.ndarray]  # linked (query, file) pairs present among the candidates
+    rerank: bool            # whether any admitted candidate holds a rerank score
+
+
+def _links(files: np.ndarray, pairs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of `ragx.scoring.score.link_boost` whose files are both candidates, as positions in `files`."""
+    if pairs is None or len(pairs) == 0 or len(files) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    a, b = np.searchsorted(files, pairs[:, 0]), np.searchsorted(files, pairs[:, 1])
+    a, b = np.minimum(a, len(files) - 1), np.minimum(b, len(files) - 1)
+    present = (files[a] == pairs[:, 0]) & (files[b] == pairs[:, 1])
+    return a[present], b[present]
+
+
+def layout(passes: list[Candidates], p: Params, paths: np.ndarray) -> Layout:
+    """The Layout of `p`'s structure: one `prepare` per pass (the product's), then concatenated.
+    `paths`: each file id's path (an object array indexed by file id)."""
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("heat", "dense", "lexical", "nodes", "seg", "gfile", "roles", "coded", "files", "gseg", "la", "lb")}
+    offset, rerank = 0, False
+    for q, c in enumerate(passes):
+        pr = prepare(c, p)
+        cand = pr.trace.admitted
+        files, inv = np.unique(c.file_ids[cand], return_inverse=True)
+        a, b = _links(files, c.link_pairs)
+        roles = c.file_role[cand]
+        rerank = rerank or bool((~np.isnan(c.rerank[cand])).any())
+        for key, value in (("heat", pr.heat), ("dense", pr.dense), ("lexical", pr.lexical), ("nodes", c.nodes[cand]),
+                           ("seg", np.full(len(cand), q)), ("gfile", inv.reshape(-1) + offset), ("roles", roles),
+                           ("coded", np.full(len(cand), bool((roles == ROLE_SOURCE).any()))), ("files", files),
+                           ("gseg", np.full(len(files), q)), ("la", a + offset), ("lb", b + offset)):
+            parts[key].append(np.asarray(value))
+        offset += len(files)
+    flat = {k: np.concatenate(v) if v else np.empty(0) for k, v in parts.items()}
+    gseg = flat["gseg"].astype(np.int64)
+    counts = np.minimum(np.bincount(gseg, minlength=len(passes)), DEPTH)
+    gpath = paths[flat["files"].astype(np.int64)]
+    return Layout([c.qid for c in passes], flat["heat"].astype(np.float64), flat["dense"].astype(np.float64),
+                  flat["lexical"].astype(np.float64), flat["nodes"].astype(np.int64), flat["seg"].astype(np.int64),
+                  flat["gfile"].astype(np.int64), flat["roles"].astype(np.int64), flat["coded"].astype(bool), gseg, gpath, counts,
+                  (flat["la"].astype(np.int64), flat["lb"].astype(np.int64)), rerank)
+
+
+def column(many: list[Params], name: str) -> np.ndarray:
+    return np.array([getattr(p, name) for p in many], dtype=np.float64)[:, None]
+
+
+def chunk_values(lay: Layout, many: list[Params]) -> np.ndarray:
+    """T x N final chunk scores: `combine`, then `link_boost`, then `role_prior`, one row per trial."""
+    b, g, d = column(many, "heat_weight"), column(many, "dense_weight"), column(many, "lexical_weight")
+    flat = (b + g + d) <= 0  # combine's rule: all three 0 weigh the signals equally
+    b, g, d = np.where(flat, 1.0, b), np.where(flat, 1.0, g), np.where(flat, 1.0, d)
+    values = (b * lay.heat + g * lay.dense + d * lay.lexical) / (b + g + d)
+    link = column(many, "link_weight")
+    a, z = lay.links
+    if len(a) and (link > 0).any():
+        values = np.where(link > 0, values + link * _neighbours(lay, values, a, z)[:, lay.gfile], values)
+    if lay.coded.any():
+        weights = np.ones((len(many), ROLE_DOC + 1))
+        weights[:, [ROLE_TEST, ROLE_EXAMPLE, ROLE_DOC]] = np.hstack([column(many, f"prior_{r}") for r in ("test", "example", "doc")])
+        values = np.where(lay.coded, values * np.take_along_axis(weights, np.broadcast_to(lay.roles, values.shape), 1), values)
+    return values
+
+
+def _neighbours(lay: Layout, values: np.ndarray, a: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """T x G: the best non-negative value among each (query, file)'s linked files (link_boost's `neighbour`)."""
+    t, g = len(values), len(lay.gseg)
+    rows = np.arange(t)[:, None] * g
+    best = np.full(t * g, -np.inf)
+    np.maximum.at(best, (rows + lay.gfile).ravel(), values.ravel())
+    best = np.maximum(best.reshape(t, g), 0.0)
+    neighbour = np.zeros(t * g)
+    np.maximum.at(neighbour, (rows + a).ravel(), best[:, z].ravel())
+    np.maximum.at(neighbour, (rows + z).ravel(), best[:, a].ravel())
+    return neighbour.reshape(t, g)
+
+
+def segment_order(keys: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Per row of `keys` (T x N), the positions sorted by key within each run of equal `seg` (ascending),
+    ties kept in place (stable): rows padded per segment when that costs little (one sort of short rows),
+    else a lexsort of whole rows."""
+    t, n = keys.shape
+    counts = np.bincount(seg) if n else np.zeros(0, np.int64)
+    if n == 0 or counts.max() * len(counts) > 2 * n:
+        return np.lexsort((keys, np.broadcast_to(seg, keys.shape)), axis=-1)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    within = np.arange(n) - starts[seg]
+    padded = np.full((t, len(counts), counts.max()), np.inf)
+    padded[:, seg, within] = keys  # a pad (+inf) sorts after every real key
+    at = np.argsort(padded, axis=2, kind="stable") + starts[None, :, None]
+    real = (np.arange(counts.max())[None, :] < counts[:, None]).reshape(-1)
+    return at.reshape(t, -1)[:, real]
+
+
+def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray]:
+    """T x G file scores (the sum of each file's best `file_chunks` chunk scores) and, per row, the
+    (query, file)s in the order their best chunks rank: `rank_files`'s two keys, for every query and trial."""
+    t, n = values.shape
+    g = len(lay.gseg)
+    shape = (t, n)
+    # `_ranked`'s order (value down, then chunk id up) per query: the layout holds each query's chunks
+    # by ascending id already, and the sort is stable, so the id key would only repeat that order
+    order = segment_order(-values, lay.seg)
+    files = lay.gfile[order]
+    by_file = np.argsort(files, axis=1, kind="stable")  # each file's chunks stay best first
+    f_sorted = np.take_along_axis(files, by_file, 1)
+    start = np.ones(shape, dtype=bool)
+    start[:, 1:] = f_sorted[:, 1:] != f_sorted[:, :-1]
+    pos = np.arange(n)
+    rank_in_file = pos - np.maximum.accumulate(np.where(start, pos, 0), axis=1)
+    keep = rank_in_file < column(many, "file_chunks")
+    ranked_values = np.take_along_axis(np.take_along_axis(values, order, 1), by_file, 1)
+    cells = np.arange(t)[:, None] * g + f_sorted
+    sums = np.bincount(cells[keep], weights=ranked_values[keep], minlength=t * g).reshape(t, g)
+    best_chunk = np.zeros(shape, dtype=bool)
+    best_chunk[np.nonzero(start)[0], by_file[start]] = True  # each file's first chunk in the ranking
+    return sums, files[best_chunk].reshape(t, g)
+
+
+def runs_of(lay: Layout, values: np.ndarray, many: list[Params]) -> list[dict[str, dict[str, float]]]:
+    """One run per trial ({qid: {path: score}}, each query's top DEPTH files), as `rescore.file_run` gives."""
+    if not len(lay.nodes):
+        return [{qid: {} for qid in lay.qids} for _ in many]
+    sums, by_first = file_sums(lay, values, many)
+    # files by score down, ties to the file whose best chunk ranks higher (a stable sort of by_first)
+    forder = np.take_along_axis(by_first, segment_order(-np.take_along_axis(sums, by_first, 1), lay.gseg), 1)
+    starts = np.r_[0, np.cumsum(np.bincount(lay.gseg, minlength=len(lay.qids)))[:-1]]
+    top = np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH
+    bounds = np.r_[0, np.cumsum(lay.counts)].tolist()
+    out = []
+    for row, s in zip(forder, sums):
+        picked = row[top]
+        names, scores = lay.gpath[picked].tolist(), s[picked].tolist()
+        out.append({qid: dict(zip(names[bounds[q]:bounds[q + 1]], scores[bounds[q]:bounds[q + 1]])) for q, qid in enumerate(lay.qids)})
+    return out
+
+
+class Layouts:
+    """The last few Layouts of one list of passes, by structure (a grid and a sensitivity scan revisit them)."""
+
+    def __init__(self, passes: list[Candidates], paths: dict[int, str]) -> None:
+        self.passes = passes
+        self.paths = np.empty(max(paths, default=-1) + 1, dtype=object)
+        self.paths[list(paths)] = list(paths.values())
+        self.kept: OrderedDict[Params, Layout] = OrderedDict()
+
+    def __call__(self, p: Params) -> Layout:
+        key = structure(p)
+        if key in self.kept:
+            self.kept.move_to_end(key)
+        else:
+            self.kept[key] = layout(self.passes, key, self.paths)
+            while len(self.kept) > LAYOUTS:
+                self.kept.popitem(last=False)
+        return self.kept[key]
+
+
+def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str, dict[str, float]]]:
+    """Position in `many` -> its run, for every trial that needs no rerank scores and shares its structure
+    with another trial of the batch (or with a kept Layout): grouped by structure, each group ranked in
+    steps of at most CELLS trials x candidates. A lone structure is left to the per-trial path, which
+    ranks it faster than a Layout is laid out."""
+    out: dict[int, dict[str, dict[str, float]]] = {}
+    groups: dict[Params, list[int]] = {}
+    for k, p in enumerate(many):
+        groups.setdefault(structure(p), []).append(k)
+    for key, picked in groups.items():
+        if len(picked) < 2 and key not in layouts.kept:
+            continue
+        lay = layouts(many[picked[0]])
+        picked = [k for k in picked if not (lay.rerank and many[k].rerank_weight > 0)]
+        step = max(1, CELLS // max(1, len(lay.nodes)))
+        for at in range(0, len(picked), step):
+            part = picked[at:at + step]
+            params = [many[k] for k in part]
+            out.update(zip(part, runs_of(lay, chunk_values(lay, params), params)))
+    return out
