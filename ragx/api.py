@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
-from .config import LIMITS, Settings, load_settings, resolve_root
+from .config import LIMITS, Settings, check_choice, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.layout import Layout
 from .index.store import ANCHORS_OUTDATED, Store, scan_started
@@ -67,10 +67,11 @@ class Corpus:
         from .models.registry import embedder_options, make_embedder
 
         emb = self.settings.embeddings
+        check_choice(self.settings, "embeddings.engine")  # an engine is known once plugins registered theirs
         try:
             return make_embedder(emb.engine, emb.model, **embedder_options(emb))
-        except ValueError as exc:  # unknown engine, model or option: a config problem
-            raise ConfigError(f"[embeddings] {exc}") from None
+        except ValueError as exc:  # the model or an option: a config problem, named with the file it came from
+            raise ConfigError(f"{self.settings.sources.get('embeddings.model', 'settings')}: [embeddings] {exc}") from None
 
     @property
     def reranker(self):
