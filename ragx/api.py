@@ -567,6 +567,44 @@ def open_collection(data_dir: Path, folder: Path, split: str, index: Callable[[A
     return corpus, made, report
 
 
+def index_database(root: Path) -> Path:
+    """Where the index database of the corpus at `root` is (whether or not one was built yet)."""
+    return Layout(root).db
+
+
+def has_index(root: Path) -> bool:
+    """Whether the corpus at `root` has an index."""
+    return Layout(root).exists()
+
+
+def project_manifest(folder: Path) -> str | None:
+    """The code-project manifest at the folder's root (pyproject.toml, package.json, ...), or None (`ragx init`)."""
+    from .ingest.folder_survey import project_manifest as found
+
+    return found(folder)
+
+
+def markdown_includes(folder: Path) -> tuple[str, ...]:
+    """The include globs `ragx init` proposes for a notes vault (mostly markdown); () for any other folder."""
+    from .ingest.folder_survey import markdown_includes as proposed
+
+    return proposed(folder)
+
+
+def survey_models(urls: list[str], folders: list[Path]) -> dict[str, Any]:
+    """The ragx.models.v1 payload: embedding engines on this machine, these servers and folders included."""
+    from .models.discover import survey
+
+    return survey(urls, folders)
+
+
+def pick_model(doc: dict[str, Any], use: str) -> dict[str, Any]:
+    """The candidate of a `survey_models` document named by its id or number (LookupError: none)."""
+    from .models.discover import pick
+
+    return pick(doc, use)
+
+
 def __getattr__(name: str):
     if name == "IndexReport":  # re-exported lazily (see the TYPE_CHECKING import above)
         from .index.build import IndexReport
