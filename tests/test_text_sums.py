@@ -69,3 +69,10 @@ def test_an_index_from_before_the_checksums_gets_them_in_its_next_run(corpus, ca
     assert _deep(corpus, capsys)["consistent"]
     _edit_top_result(corpus, capsys, "bread oven")
     assert not _deep(corpus, capsys)["consistent"]
+
+
+def test_rows_an_older_ragx_wrote_without_a_checksum_are_not_damage(corpus, capsys):
+    """Versions sharing an index: an older ragx inserts rows without text_sum (NULL)."""
+    _sql(corpus, "UPDATE chunks SET text_sum = NULL WHERE id IN (SELECT id FROM chunks LIMIT 5)")
+    assert _deep(corpus, capsys)["consistent"]
+    assert call(capsys, "query", "bread oven", "--root", str(corpus))[0] == 0

@@ -12,7 +12,11 @@ RAGX=${1:-$(pwd)/.venv/bin/ragx}
 NOTES=${2:-$(pwd)/docs}
 WORK=$(mktemp -d /tmp/ragx-read-only-XXXXXX)
 chmod 755 "$WORK"
-AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups env "HOME=$WORK/home" "PYTHONPATH=${PYTHONPATH:-}" RAGX_RC=/nonexistent)
+# nobody's own model cache: a copy of the exported ONNX model when RAGX_CACHE_DIR holds one (no export)
+mkdir -p "$WORK/cache" && cp -r "${RAGX_CACHE_DIR:-/nonexistent}"/{onnx,fingerprints} "$WORK/cache/" 2>/dev/null
+chown -R nobody "$WORK/cache"
+AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups env "HOME=$WORK/home" "PYTHONPATH=${PYTHONPATH:-}" RAGX_RC=/nonexistent
+           "RAGX_CACHE_DIR=$WORK/cache")
 MCP_IN='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"how do I search my notes"}}}'

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     n_tokens INTEGER NOT NULL,
     kind TEXT NOT NULL,
     text TEXT NOT NULL,
-    text_sum INTEGER                 -- its text's checksum (text_sums.py); NULL only if damaged
+    text_sum INTEGER                 -- its text's checksum (text_sums.py); NULL: written by an older ragx
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
 -- BM25 reads the postings of each generation (lexicon.py). Indexes written before them also hold

@@ -3,7 +3,10 @@ index by the first writer that opens it, compared in full by `ragx status --deep
 a query returns, by every query. A text edited or damaged inside index.sqlite (which SQLite's own page
 check cannot see: the page is sound, only its bytes are not what ragx wrote) is then reported, never shown.
 
-The checksum is the one text hasher's key (ragx/text_keys.py) as a signed 64-bit integer (SQLite's)."""
+The checksum is the one text hasher's key (ragx/text_keys.py) as a signed 64-bit integer (SQLite's).
+A row without one (NULL: inserted by an older ragx into an index a newer one had converted, as happens
+when versions share an index) is not recorded, not damaged: it is skipped, and gets one when its file
+is next re-read."""
 
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ def _ids_and_texts(db: sqlite3.Connection) -> tuple[list[int], list[str]]:
 
 def altered_chunks(db: sqlite3.Connection) -> list[int]:
     """Ids of the chunks whose text no longer matches its checksum (every row: `status --deep`)."""
-    rows = db.execute(f"SELECT id, text, {COLUMN} FROM chunks").fetchall()
+    rows = db.execute(f"SELECT id, text, {COLUMN} FROM chunks WHERE {COLUMN} IS NOT NULL").fetchall()
     sums = text_sums([r[1] for r in rows])
     return sorted(r[0] for r, s in zip(rows, sums) if r[2] != s)
 
@@ -72,7 +75,7 @@ def check_rows(rows: Sequence[dict[str, Any]]) -> None:
     """Refuse rows (each with `id`, `text` and COLUMN) whose text is not what was written: a query's
     results, the reranker's inputs. Costs one hash per row returned (microseconds for a top 10)."""
     sums = text_sums([r["text"] for r in rows])
-    bad = [r["id"] for r, s in zip(rows, sums) if r[COLUMN] != s]
+    bad = [r["id"] for r, s in zip(rows, sums) if r[COLUMN] is not None and r[COLUMN] != s]
     if bad:
         raise CorruptIndexError(altered_message(bad))
 
