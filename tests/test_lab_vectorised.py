@@ -106,3 +106,27 @@ def test_segment_order_sorts_within_segments_and_keeps_ties_in_place(lengths):
     keys = rng.choice([0.0, 0.5, 1.0, -2.0], size=(4, len(seg)))  # many ties
     expected = np.lexsort((np.broadcast_to(np.arange(len(seg)), keys.shape), keys, np.broadcast_to(seg, keys.shape)), axis=-1)
     assert np.array_equal(segment_order(keys, seg), expected)
+
+
+def test_sensitivity_gives_per_query_differences_with_intervals_that_match_the_objective(tmp_path):
+    from lab.sensitivity import sensitivity, sensitivity_plot
+    from lab.training import Objective
+
+    rng = np.random.default_rng(5)
+    passes = [random_pass(rng, f"q{i}", coded=False) for i in range(30)]
+    paths = {f: f"f{f}" for f in range(100)}
+    labels = {c.qid: {f"f{int(f)}": 1 for f in rng.choice(25, size=2, replace=False)} for c in passes}
+    data = {"passes": passes, "meta": {"paths": paths}, "queries": [type("Q", (), {"id": q, "files": f})() for q, f in labels.items()], "scorer": None}
+    objective = Objective({"toy": {"base": data}}, "nDCG@10+R@100", package_defaults().replace(rerank_weight=0.0), 1.0)
+    best = package_defaults().replace(rerank_weight=0.0, hops=1, dense_weight=0.5)
+    space = {"dense_weight": [0.0, 1.0], "hops": [0, 2]}
+    sens = sensitivity(objective, "base", best, space, {"dense_weight": False, "hops": True}, points=5)
+    best_value = objective(best, "base")[0]
+    for name, s in sens.items():
+        assert s["value"] == [objective(best.replace(**{name: v}), "base")[0] for v in s["grid"]]  # the objective's own floats
+        assert np.allclose(s["diff"], np.array(s["value"]) - best_value, atol=1e-12)
+        assert all(lo <= d <= hi for lo, d, hi in zip(s["low"], s["diff"], s["high"]))
+    at_best = sens["dense_weight"]["grid"].index(0.5)
+    assert sens["dense_weight"]["diff"][at_best] == 0.0 and sens["dense_weight"]["low"][at_best] == sens["dense_weight"]["high"][at_best] == 0.0
+    assert any(lo < hi for lo, hi in zip(sens["dense_weight"]["low"], sens["dense_weight"]["high"]))  # real intervals elsewhere
+    assert sensitivity_plot(sens, best_value, "nDCG@10+R@100", False, tmp_path / "s.png").stat().st_size > 0
