@@ -337,12 +337,14 @@ MIN_FREE_GB = 4.0  # --min-free-gb
 def _child(*args: str) -> dict:
     """Run one step in a fresh process; kill it (and stop) if the machine runs short of memory."""
     with subprocess.Popen([sys.executable, str(HERE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        while proc.poll() is None:
-            if _available_gb() < MIN_FREE_GB:
-                proc.kill()
-                raise SystemExit(f"step {args[0]} aborted: the machine has under {MIN_FREE_GB} GB available")
-            time.sleep(0.5)
-        out, err = proc.communicate()
+        while True:
+            try:  # returns the moment the child ends: the walls timed around this call are not rounded up
+                out, err = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if _available_gb() < MIN_FREE_GB:
+                    proc.kill()
+                    raise SystemExit(f"step {args[0]} aborted: the machine has under {MIN_FREE_GB} GB available") from None
     if proc.returncode != 0:
         raise SystemExit(f"step {args[0]} failed: {err.strip()[-800:]}")
     return json.loads(out.strip().splitlines()[-1])
