@@ -40,6 +40,7 @@ class Flat:
     pair_b: np.ndarray
     queries: int
     qids: list[str]
+    width: int             # above every file id: (query, file) pairs are keyed query * width + file
 
 
 def flatten(passes: list[Candidates]) -> Flat:
@@ -65,7 +66,8 @@ def flatten(passes: list[Candidates]) -> Flat:
     dtypes = {"qsim": np.float32, "anchor_sim": np.float32, "leg_lexical": bool, "roles": np.int64}
     out = {k: np.concatenate(v).astype(dtypes.get(k, np.float64 if k in ("lexical", "anchor_lexical", "rerank", "weight") else np.int64))
            if v else np.empty(0) for k, v in cols.items()}
-    return Flat(**out, queries=len(passes), qids=[c.qid for c in passes])
+    width = int(max((x.max(initial=-1) for x in (out["file_ids"], out["pair_a"], out["pair_b"])), default=-1)) + 1
+    return Flat(**out, queries=len(passes), qids=[c.qid for c in passes], width=max(width, 1))
 
 
 def per_segment(x: np.ndarray, seg: np.ndarray, reduce) -> np.ndarray:

@@ -28,6 +28,7 @@ from ragx.eval.runner import DEPTH
 from ragx.scoring.candidates import ROLE_DOC, ROLE_EXAMPLE, ROLE_SOURCE, ROLE_TEST, Candidates
 from ragx.scoring.params import Params
 
+from .fast_metrics import NAMES, Judged, means
 from .flat import Flat, flat_prepare, flatten
 
 # the knobs a Layout leaves free: they only weigh what the structure produced
@@ -56,6 +57,7 @@ class Layout:
     roles: np.ndarray       # N file roles
     coded: np.ndarray       # N: whether source code is among the query's candidates (role priors apply)
     gseg: np.ndarray        # G query index
+    gkeys: np.ndarray       # G: query * Flat.width + file id
     gpath: np.ndarray       # G paths (object)
     counts: np.ndarray      # per query: files it returns (at most DEPTH)
     links: tuple[np.ndarray, np.ndarray]  # linked (query, file) pairs present among the candidates
@@ -67,12 +69,12 @@ def layout(f: Flat, p: Params, paths: np.ndarray) -> Layout:
     `paths`: each file id's path (an object array indexed by file id)."""
     cand, heat, dense, lexical = flat_prepare(f, p)
     seg, files, roles = f.seg[cand], f.file_ids[cand], f.roles[cand]
-    width = int(max(files.max(initial=-1), f.pair_a.max(initial=-1), f.pair_b.max(initial=-1))) + 1
+    width = f.width
     keys, gfile = np.unique(seg * width + files, return_inverse=True)  # (query, file), by query then file id
     gseg = keys // width
     coded = np.zeros(f.queries, dtype=bool)
     coded[seg[roles == ROLE_SOURCE]] = True
-    return Layout(f.qids, heat, dense, lexical, f.nodes[cand], seg, gfile.reshape(-1), roles, coded[seg], gseg, paths[keys % width],
+    return Layout(f.qids, heat, dense, lexical, f.nodes[cand], seg, gfile.reshape(-1), roles, coded[seg], gseg, keys, paths[keys % width],
                   np.minimum(np.bincount(gseg, minlength=f.queries), DEPTH), _links(f, keys, width),
                   bool((~np.isnan(f.rerank[cand])).any()))
 
@@ -164,21 +166,27 @@ def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.n
     return sums, files[best_chunk].reshape(t, g)
 
 
-def runs_of(lay: Layout, values: np.ndarray, many: list[Params]) -> list[dict[str, dict[str, float]]]:
-    """One run per trial ({qid: {path: score}}, each query's top DEPTH files), as `rescore.file_run` gives."""
-    if not len(lay.nodes):
-        return [{qid: {} for qid in lay.qids} for _ in many]
+def top_files(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray]:
+    """T x K (query, file) indexes and their scores: each query's top DEPTH files in ranking order, the
+    queries one after another (query q holds lay.counts[q] of the K places)."""
     sums, by_first = file_sums(lay, values, many)
     # files by score down, ties to the file whose best chunk ranks higher (a stable sort of by_first)
     forder = np.take_along_axis(by_first, segment_order(-np.take_along_axis(sums, by_first, 1), lay.gseg), 1)
     starts = np.r_[0, np.cumsum(np.bincount(lay.gseg, minlength=len(lay.qids)))[:-1]]
-    top = np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH
+    picked = forder[:, np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH]
+    return picked, np.take_along_axis(sums, picked, 1)
+
+
+def runs_of(lay: Layout, values: np.ndarray, many: list[Params]) -> list[dict[str, dict[str, float]]]:
+    """One run per trial ({qid: {path: score}}, each query's top DEPTH files), as `rescore.file_run` gives."""
+    if not len(lay.nodes):
+        return [{qid: {} for qid in lay.qids} for _ in many]
+    picked, scores = top_files(lay, values, many)
     bounds = np.r_[0, np.cumsum(lay.counts)].tolist()
     out = []
-    for row, s in zip(forder, sums):
-        picked = row[top]
-        names, scores = lay.gpath[picked].tolist(), s[picked].tolist()
-        out.append({qid: dict(zip(names[bounds[q]:bounds[q + 1]], scores[bounds[q]:bounds[q + 1]])) for q, qid in enumerate(lay.qids)})
+    for row, s in zip(picked, scores):
+        names, values_ = lay.gpath[row].tolist(), s.tolist()
+        out.append({qid: dict(zip(names[bounds[q]:bounds[q + 1]], values_[bounds[q]:bounds[q + 1]])) for q, qid in enumerate(lay.qids)})
     return out
 
 
@@ -191,25 +199,35 @@ class Layouts:
         self.paths = np.empty(max(paths, default=-1) + 1, dtype=object)
         self.paths[list(paths)] = list(paths.values())
         self.kept: OrderedDict[Params, Layout] = OrderedDict()
+        self._judged: tuple[dict, Judged] | None = None
+
+    def judged(self, qrels: dict[str, dict[str, int]]) -> Judged:
+        """The labels arranged for these passes (lab/fast_metrics.py), once per set of labels."""
+        if self._judged is None or self._judged[0] is not qrels:
+            f = self.flatten()
+            self._judged = (qrels, Judged(f.qids, np.unique(f.seg * f.width + f.file_ids), f.width, self.paths, qrels))
+        return self._judged[1]
+
+    def flatten(self) -> Flat:
+        if self.flat is None:
+            self.flat = flatten(self.passes)
+        return self.flat
 
     def __call__(self, p: Params) -> Layout:
         key = structure(p)
         if key in self.kept:
             self.kept.move_to_end(key)
         else:
-            if self.flat is None:
-                self.flat = flatten(self.passes)
-            self.kept[key] = layout(self.flat, key, self.paths)
+            self.kept[key] = layout(self.flatten(), key, self.paths)
             while len(self.kept) > LAYOUTS:
                 self.kept.popitem(last=False)
         return self.kept[key]
 
 
-def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str, dict[str, float]]]:
-    """Position in `many` -> its run, for every trial that needs no rerank scores: grouped by structure,
-    each group ranked in steps of at most CELLS trials x candidates (a lone structure too: laying out
-    every pass at once costs less than preparing them one by one)."""
-    out: dict[int, dict[str, dict[str, float]]] = {}
+def _groups(layouts: Layouts, many: list[Params]):
+    """(positions in `many`, their Layout, their T x N chunk values) for every trial that needs no rerank
+    scores: grouped by structure, each group in steps of at most CELLS trials x candidates (a lone
+    structure too: laying out every pass at once costs less than preparing them one by one)."""
     groups: dict[Params, list[int]] = {}
     for k, p in enumerate(many):
         groups.setdefault(structure(p), []).append(k)
@@ -219,6 +237,25 @@ def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str,
         step = max(1, CELLS // max(1, len(lay.nodes)))
         for at in range(0, len(picked), step):
             part = picked[at:at + step]
-            params = [many[k] for k in part]
-            out.update(zip(part, runs_of(lay, chunk_values(lay, params), params)))
+            yield part, lay, chunk_values(lay, [many[k] for k in part])
+
+
+def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str, dict[str, float]]]:
+    """Position in `many` -> its run ({qid: {path: score}}), for every trial that needs no rerank scores."""
+    out: dict[int, dict[str, dict[str, float]]] = {}
+    for part, lay, values in _groups(layouts, many):
+        out.update(zip(part, runs_of(lay, values, [many[k] for k in part])))
+    return out
+
+
+def vectorised_means(layouts: Layouts, many: list[Params], qrels: dict[str, dict[str, int]]) -> dict[int, dict[str, float]]:
+    """Position in `many` -> its mean metrics (lab/fast_metrics.py, no run dicts), for every trial that needs no rerank scores."""
+    out: dict[int, dict[str, float]] = {}
+    for part, lay, values in _groups(layouts, many):
+        params = [many[k] for k in part]
+        if not len(lay.nodes):
+            out.update((k, dict.fromkeys(NAMES, 0.0)) for k in part)
+            continue
+        picked, scores = top_files(lay, values, params)
+        out.update(zip(part, means(layouts.judged(qrels), lay.gkeys, lay.counts, picked, scores)))
     return out
