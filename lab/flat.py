@@ -52,6 +52,8 @@ def flatten(passes: list[Candidates]) -> Flat:
     for q, c in enumerate(passes):
         legs = [*c.dense_ids, c.lexical_ids]
         pairs = np.empty((0, 2), np.int64) if c.link_pairs is None else np.asarray(c.link_pairs, np.int64).reshape(-1, 2)
+        # only pairs of files the pass holds can ever join two candidates (link_boost reads no other)
+        pairs = pairs[np.isin(pairs[:, 0], c.file_ids) & np.isin(pairs[:, 1], c.file_ids)]
         for key, value in (("seg", np.full(len(c.nodes), q)), ("nodes", c.nodes), ("file_ids", c.file_ids), ("roles", c.file_role),
                            ("qsim", c.qsim), ("lexical", c.lexical), ("anchor_sim", c.anchor_sim), ("anchor_lexical", c.anchor_lexical),
                            ("rerank", c.rerank), ("indptr", c.indptr[:-1] + edges_at), ("nbr", c.nbr + nodes_at), ("weight", c.weight),

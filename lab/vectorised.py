@@ -60,8 +60,16 @@ class Layout:
     gkeys: np.ndarray       # G: query * Flat.width + file id
     gpath: np.ndarray       # G paths (object)
     counts: np.ndarray      # per query: files it returns (at most DEPTH)
-    links: tuple[np.ndarray, np.ndarray]  # linked (query, file) pairs present among the candidates
     rerank: bool            # whether any admitted candidate holds a rerank score
+    flat: Flat
+    _links: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def links(self) -> tuple[np.ndarray, np.ndarray]:
+        """Linked (query, file) pairs present among the candidates: found the first time a trial boosts links."""
+        if self._links is None:
+            self._links = _links(self.flat, self.gkeys, self.flat.width)
+        return self._links
 
 
 def layout(f: Flat, p: Params, paths: np.ndarray) -> Layout:
@@ -75,8 +83,7 @@ def layout(f: Flat, p: Params, paths: np.ndarray) -> Layout:
     coded = np.zeros(f.queries, dtype=bool)
     coded[seg[roles == ROLE_SOURCE]] = True
     return Layout(f.qids, heat, dense, lexical, f.nodes[cand], seg, gfile.reshape(-1), roles, coded[seg], gseg, keys, paths[keys % width],
-                  np.minimum(np.bincount(gseg, minlength=f.queries), DEPTH), _links(f, keys, width),
-                  bool((~np.isnan(f.rerank[cand])).any()))
+                  np.minimum(np.bincount(gseg, minlength=f.queries), DEPTH), bool((~np.isnan(f.rerank[cand])).any()), f)
 
 
 def _links(f: Flat, keys: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +108,8 @@ def chunk_values(lay: Layout, many: list[Params]) -> np.ndarray:
     b, g, d = np.where(flat, 1.0, b), np.where(flat, 1.0, g), np.where(flat, 1.0, d)
     values = (b * lay.heat + g * lay.dense + d * lay.lexical) / (b + g + d)
     link = column(many, "link_weight")
-    a, z = lay.links
-    if len(a) and (link > 0).any():
+    if (link > 0).any() and len(lay.links[0]):
+        a, z = lay.links
         values = np.where(link > 0, values + link * _neighbours(lay, values, a, z)[:, lay.gfile], values)
     if lay.coded.any():
         weights = np.ones((len(many), ROLE_DOC + 1))
