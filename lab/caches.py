@@ -80,6 +80,7 @@ def _build_locked(final: Path, build) -> bool:
         try:
             if final.exists():
                 return False  # built by the worker we waited for
+            _remove_dead_builds(final)
             tmp = final.with_name(f"{final.name}.tmp-{socket.gethostname()}-{os.getpid()}")
             shutil.rmtree(tmp, ignore_errors=True)
             build(tmp)
@@ -94,6 +95,26 @@ def _build_locked(final: Path, build) -> bool:
             return True
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _remove_dead_builds(final: Path) -> None:
+    """The temporary folders of builds of this key that were killed on this host (their process is gone):
+    under the lock no live builder of the key can own them, and nothing else ever would remove them."""
+    prefix = f"{final.name}.tmp-{socket.gethostname()}-"
+    for tmp in final.parent.glob(f"{final.name}.tmp-*"):
+        pid = tmp.name.removeprefix(prefix)
+        if tmp.name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
 
 
 def _fsync_tree(folder: Path) -> None:
