@@ -98,12 +98,12 @@ def _build_locked(final: Path, build) -> bool:
 
 
 def _remove_dead_builds(final: Path) -> None:
-    """The temporary folders of builds of this key that were killed on this host (their process is gone):
-    under the lock no live builder of the key can own them, and nothing else ever would remove them."""
-    prefix = f"{final.name}.tmp-{socket.gethostname()}-"
-    for tmp in final.parent.glob(f"{final.name}.tmp-*"):
-        pid = tmp.name.removeprefix(prefix)
-        if tmp.name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+    """The temporary folders of pass-cache builds killed on this host (any key: their process is gone, so
+    nothing owns them, and nothing else would ever remove them). Another machine's are left alone."""
+    marker = f".tmp-{socket.gethostname()}-"
+    for tmp in final.parent.glob(f"*{marker}*"):
+        pid = tmp.name.rsplit(marker, 1)[1]
+        if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
