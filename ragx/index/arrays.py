@@ -33,7 +33,7 @@ from .snapshot import LexiconFiles, Snapshot, graph_base_linkable, lexicon_parts
 from .store import Store
 from .stored_vectors import StoredVectors, budget
 from .vectors import VectorIndex, holds_deleted
-from .verified import CHUNKS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
+from .verified import CHUNK_LISTS, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA, VECTORS_NPY, has_postings, verify
 
 TEXT_BLOCK = 50_000  # stored texts read back at once for BM25's postings
 
@@ -141,7 +141,7 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
 
         return _Vectors(kept_old, live, new_ids, new_vecs, old, None, _LazyAnn(load), stored, None, (current, checksums))
     # a new base of every live row, copied from these files: hash every byte, whatever the run trusts
-    verify(current, checksums, (CHUNKS, VECTORS_NPY, DELTA, HNSW), trust_unchanged=False)
+    verify(current, checksums, (*CHUNK_LISTS, VECTORS_NPY, DELTA, HNSW), trust_unchanged=False)
     made = _Vectors(kept_old, live, new_ids, new_vecs, old, None, None, prev, None, None)
     all_vecs = made.every()
     if holds_deleted(current / HNSW):  # a file the library cannot open: built again, without opening it

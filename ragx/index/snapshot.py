@@ -1,6 +1,7 @@
 """One generation of an index's derived arrays, written whole before the commit that names it.
 
-    gen-NNNNNN/chunks.npz    ids (sorted live chunk ids), the file id of each, base_ids, delta_ids
+    gen-NNNNNN/chunks.npz    the chunks live when vectors.npy was written (its rows) and the file id of each
+    gen-NNNNNN/chunks-delta.npz  the chunks deleted and added since (chunk_lists.py)
     gen-NNNNNN/vectors.npy   float16 unit vectors, row i = base_ids[i] (memory-mapped on load)
     gen-NNNNNN/delta.npy     float16 unit vectors added since vectors.npy was written (stored_vectors.py)
 
@@ -16,9 +17,9 @@ and is memory-mapped by readers too (vectors.py).
     gen-NNNNNN/lexicon.npz   BM25's postings (lexicon.py): the base part
     gen-NNNNNN/lexicon-delta.npz  the postings of chunks added since lexicon.npz was written
 
-vectors.npy, vectors.hnsw, graph.npz and lexicon.npz may be hard links to the previous generation's files (never
-modified in place: a file is only ever written whole under a temporary folder), so a small
-incremental run writes only delta.npy, chunks.npz, graph-delta.npz and lexicon-delta.npz.
+chunks.npz, vectors.npy, vectors.hnsw, graph.npz and lexicon.npz may be hard links to the previous generation's
+files (never modified in place: a file is only ever written whole under a temporary folder), so a small
+incremental run writes only chunks-delta.npz, delta.npy, graph-delta.npz and lexicon-delta.npz.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from . import verified
+from .chunk_lists import base_linkable, read_chunk_lists, write_chunk_lists
 from .graph import Adjacency, Graph
 from .lexicon import PART_ARRAYS, POSTINGS, Lexicon, LexiconPart
 from .stored_vectors import StoredVectors
 from .vectors import DeletedEntriesError, VectorIndex
 from .verified import (
+    CHUNK_LISTS,
     CHUNKS,
     DELTA,
     FILES,
@@ -137,7 +140,7 @@ class Snapshot:
     def load_vectors(folder: Path, checksums: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray]:
         """(sorted chunk ids, their vectors) of a generation, verified against its checksums: the
         only source vector reuse takes vectors from (the graph and HNSW files are not needed)."""
-        verify(folder, checksums, (CHUNKS, VECTORS_NPY, DELTA))
+        verify(folder, checksums, (*CHUNK_LISTS, VECTORS_NPY, DELTA))
         try:
             ids, _, stored = _read_vectors(folder)
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -149,7 +152,7 @@ class Snapshot:
 
     @staticmethod
     def chunk_ids(folder: Path, checksums: dict[str, str] | None) -> np.ndarray:
-        """A generation's sorted live chunk ids alone (chunks.npz, verified): CorruptIndexError or
+        """A generation's sorted live chunk ids alone (chunk_lists.py, verified): CorruptIndexError or
         OSError when the folder is missing, damaged or unreadable."""
         return _chunk_arrays(folder, checksums, ("ids",))[0]
 
@@ -173,15 +176,14 @@ class Snapshot:
         tmp = target.with_name(f"tmp-{target.name}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        with open(tmp / CHUNKS, "wb") as fh:
-            np.savez(fh, ids=self.graph.ids, file_ids=self.file_ids, base_ids=self.stored.base_ids, delta_ids=self.stored.delta_ids)
+        checksums = self._write_chunk_lists(tmp, base_from)
         parts = {GRAPH_DELTA: self.graph.delta} if graph_from is not None else {GRAPH: self.graph.base, GRAPH_DELTA: self.graph.delta}
         for name, rows in parts.items():
             with open(tmp / name, "wb") as fh:
                 save_mappable_npz(fh, ids=rows.ids, indptr=rows.indptr, nbr=rows.nbr, weight=rows.weight)
         with open(tmp / DELTA, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.stored.delta, dtype=VECTOR_DTYPE))
-        checksums = lexicon.write(tmp)
+        checksums |= lexicon.write(tmp)
         if graph_from is not None:
             _link_or_copy(graph_from[0] / GRAPH, tmp / GRAPH)
             checksums[GRAPH] = graph_from[1][GRAPH]
@@ -210,13 +212,24 @@ class Snapshot:
             os.close(fd)
         return checksums
 
+    def _write_chunk_lists(self, tmp: Path, base_from: tuple[Path, dict[str, str]] | None) -> dict[str, str]:
+        """chunks-delta.npz, and chunks.npz: linked with the vector base it describes (its checksum carried
+        over, returned) unless that generation's is from before the chunk delta (then written once)."""
+        linked = base_from is not None and base_linkable(base_from[0])
+        if base_from is None:
+            assert np.array_equal(self.stored.base_ids, self.graph.ids), "a new vector base holds every live chunk"
+        write_chunk_lists(tmp, self.graph.ids, self.file_ids, self.stored.base_ids, self.stored.delta_ids, linked)
+        if not linked:
+            return {}
+        assert base_from is not None
+        _link_or_copy(base_from[0] / CHUNKS, tmp / CHUNKS)
+        return {CHUNKS: base_from[1][CHUNKS]}
+
 
 def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
     """(live ids, file ids, stored vectors); a generation from before the delta has its base only."""
-    with np.load(folder / CHUNKS) as z:
-        ids, file_ids = z["ids"], z["file_ids"]
-        base_ids = z["base_ids"] if "base_ids" in z.files else ids
-        delta_ids = z["delta_ids"] if "delta_ids" in z.files else np.empty(0, np.int64)
+    lists = read_chunk_lists(folder)
+    ids, file_ids, base_ids, delta_ids = lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids
     base = np.load(folder / VECTORS_NPY, mmap_mode="r")
     delta = np.load(folder / DELTA) if (folder / DELTA).exists() else np.empty((0, base.shape[1]), VECTOR_DTYPE)
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
@@ -246,11 +259,11 @@ class LexiconFiles:
 
 
 def _chunk_arrays(folder: Path, checksums: dict[str, str] | None, keys: tuple[str, ...]) -> list[np.ndarray]:
-    """The named int64 arrays of a generation's chunks.npz, verified first (only those are read)."""
-    verify(folder, checksums, (CHUNKS,))
+    """The named int64 lists of a generation (chunk_lists.ChunkLists fields), verified first."""
+    verify(folder, checksums, CHUNK_LISTS)
     try:
-        with np.load(folder / CHUNKS) as z:
-            return [np.asarray(z[key], dtype=np.int64) for key in keys]
+        lists = read_chunk_lists(folder)
+        return [np.asarray(getattr(lists, key), dtype=np.int64) for key in keys]
     except (KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
 

@@ -32,12 +32,14 @@ from ..errors import CorruptIndexError
 
 RECORD = "verified.json"
 # the files of a generation folder (snapshot.py says what each holds)
-CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA = (
-    "chunks.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw", "lexicon.npz", "lexicon-delta.npz")
-FILES = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA)
+CHUNKS, CHUNKS_DELTA, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA = (
+    "chunks.npz", "chunks-delta.npz", "vectors.npy", "delta.npy", "graph.npz", "graph-delta.npz", "vectors.hnsw",
+    "lexicon.npz", "lexicon-delta.npz")
+FILES = (CHUNKS, CHUNKS_DELTA, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEXICON, LEXICON_DELTA)
 # absent from generations written before they existed (converted on the next run; BM25 then uses FTS5)
-OPTIONAL = (DELTA, GRAPH_DELTA, LEXICON, LEXICON_DELTA)
-READ_BY_SNAPSHOT = (CHUNKS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA)  # what Snapshot.load reads without the ANN index
+OPTIONAL = (CHUNKS_DELTA, DELTA, GRAPH_DELTA, LEXICON, LEXICON_DELTA)
+CHUNK_LISTS = (CHUNKS, CHUNKS_DELTA)  # the live chunk ids and their file ids (chunk_lists.py)
+READ_BY_SNAPSHOT = (*CHUNK_LISTS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA)  # what Snapshot.load reads without the ANN index
 HINT = "run `ragx index --full`"
 
 
