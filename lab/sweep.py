@@ -12,9 +12,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, cast
-
-import numpy as np
+from typing import Any, cast
 
 from ragx.eval.presets import EvalConfig
 from ragx.scoring.candidates import PassCaps, shared_bm25
@@ -27,6 +25,7 @@ from .cluster import rdb_storage
 from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .passes import load_cache
 from .rerank import shortlist_scorer
+from .sensitivity import sensitivity_plot
 from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
@@ -270,7 +269,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
     names = "+".join(sets)
 
     study = _open_study(cfg, worker, list(sets), bm25)
-    sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)))
+    sampler = make_sampler(cfg.optuna, sampler_seed(int(cfg.optuna.seed), worker, len(study.trials)), space, builds)
     before = rerank_counts(data)  # pairs this worker computes or reads: its trials' and the defaults' below
     # the current defaults' objective on the same training data: the gain a promotion claims (lab/promote.py)
     study.set_user_attr("defaults_value", evaluate(defaults, builds[0])[0])
@@ -307,21 +306,30 @@ def _log_run(cfg, names: str, per_worker, study_trials, builds: list[str], space
     mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
 
 
-def make_sampler(optuna_cfg, seed: int) -> Any:
-    """`optuna.sampler`: tpe (a batch's trials spread by the constant liar), random, or qmc (scrambled
-    Sobol points, seeded per worker so that workers draw different points)."""
+def make_sampler(optuna_cfg, seed: int, space: dict[str, list] | None = None, builds: list[str] | None = None) -> Any:
+    """`optuna.sampler`: tpe (a batch's trials spread by the constant liar), random, qmc (scrambled
+    Sobol points, seeded per worker so that workers draw different points), or grid (`optuna.grid_points`
+    values per knob of `space`, walked so that a batch shares its structure: lab/grid.py)."""
     import optuna
 
     from ragx.errors import UsageError
 
     kind = str(optuna_cfg.get("sampler") or "tpe")
+    if kind == "grid":
+        from .grid import OrderedGrid, grid_axes
+
+        points = optuna_cfg.get("grid_points") or 5
+        if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+            raise UsageError(f"optuna.grid_points={points!r}: a whole number from 2 up")
+        whole = {n: PARAM_TYPES[n] in (int, "int") for n in space or {}}
+        return OrderedGrid(grid_axes(space or {}, builds or ["base"], points, whole), seed)
     if kind == "tpe":
         return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     if kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if kind == "qmc":
         return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
-    raise UsageError(f"optuna.sampler={kind!r}: tpe, random or qmc")
+    raise UsageError(f"optuna.sampler={kind!r}: tpe, random, qmc or grid")
 
 
 def track_trials(run_id: str, trials: list[Any], client: Any = None) -> None:
@@ -391,15 +399,6 @@ def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str,
     return time.perf_counter() - started, doc["files"]["means"]["live"]
 
 
-def sensitivity(evaluate: Callable[[Params], float], best: Params, space: dict[str, list], points: int = 9) -> dict[str, list]:
-    """One knob at a time around the best setting: the objective (`evaluate`) over a grid of the knob's range."""
-    out = {}
-    for name, (lo, hi) in space.items():
-        grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
-        out[name] = [grid.tolist(), [evaluate(best.replace(**{name: v})) for v in grid.tolist()]]
-    return out
-
-
 IMPORTANCE = "fANOVA (optuna.importance.FanovaImportanceEvaluator, seed 0)"  # the one evaluator of every importance
 
 
@@ -409,7 +408,7 @@ def importance_evaluator():
     return optuna.importance.FanovaImportanceEvaluator(seed=0)
 
 
-def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, objective: str) -> list[Path]:
+def save_plots(study, folder: Path, sens: dict[str, dict[str, list]], best_value: float, objective: str, pooled: bool = False) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -433,29 +432,5 @@ def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, ob
             made.append(folder / f"{name}.png")
         except Exception as exc:  # noqa: BLE001 - a plot that cannot be drawn (too few trials) is skipped
             print(f"lab: no {name} plot ({exc})", flush=True)
-    made.append(sensitivity_plot(sens, best_value, objective, folder / "sensitivity.png"))
+    made.append(sensitivity_plot(sens, best_value, objective, pooled, folder / "sensitivity.png"))
     return made
-
-
-def sensitivity_plot(sens: dict[str, list], best_value: float, objective: str, path: Path) -> Path:
-    """One panel per knob: the objective's difference from the best trial as the knob moves alone, on
-    one shared y axis (a 0.006 dip looks as small as it is next to a 0.1 one)."""
-    import matplotlib.pyplot as plt
-
-    n, cols = len(sens), 4
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False, sharey=True)
-    for ax, (name, (grid, values)) in zip(axes.flat, sens.items()):
-        ax.plot(grid, np.asarray(values) - best_value, marker="o", ms=3)
-        ax.axhline(0.0, color="grey", lw=0.6, ls="--")
-        ax.set_title(name, fontsize=9)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    for row in axes:
-        row[0].set_ylabel(f"{objective} - best", fontsize=8)
-    fig.suptitle(f"{objective} varying one knob around the best trial ({best_value:.4f}), difference from it", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -24,7 +24,8 @@ from ragx.eval.metrics import Evaluator
 from ragx.scoring.params import Params
 
 from .configs import dataset_config, train_sets
-from .rescore import rescore_means
+from .rescore import rescore_means, rescore_runs
+from .vectorised import Layouts
 
 
 def objective_value(means: dict[str, float], objective: str) -> float:
@@ -54,6 +55,8 @@ class Objective:
         self.sets, self.objective, self.guard = sets, objective, float(guard)
         self.qrels = {s: qrels_of(builds) for s, builds in sets.items()}  # once, not per trial
         self.evaluators = {s: Evaluator(q) for s, q in self.qrels.items()}
+        # per set and build: the structures recently ranked (lab/vectorised.py), kept across batches
+        self.layouts = {(s, b): Layouts(d["passes"], d["meta"]["paths"]) for s, builds in sets.items() for b, d in builds.items()}
         base = next(iter(next(iter(sets.values()))))  # the first build: the sweep's base index
         self.references = ({s: objective_value(self.set_means(s, base, defaults), objective) for s in sets}
                            if len(sets) > 1 else {})
@@ -61,7 +64,7 @@ class Objective:
     def set_means(self, name: str, build: str, params: Params) -> dict[str, float]:
         """One set's metrics under `params`, re-scored offline on `build`'s passes."""
         d = self.sets[name][build]
-        return rescore_means(d["passes"], [params], self.evaluators[name], d["meta"]["paths"], d["scorer"])[0]
+        return rescore_means(d["passes"], [params], self.evaluators[name], d["meta"]["paths"], d["scorer"], self.layouts[name, build])[0]
 
     def __call__(self, params: Params, build: str) -> tuple[float, dict[str, float]]:
         per_set = {s: self.set_means(s, build, params) for s in self.sets}
@@ -75,10 +78,24 @@ class Objective:
             picked = [k for k, (b, _) in enumerate(proposals) if b == build]
             for s, builds in self.sets.items():
                 d = builds[build]
-                means = rescore_means(d["passes"], [proposals[k][1] for k in picked], self.evaluators[s], d["meta"]["paths"], d["scorer"])
+                means = rescore_means(d["passes"], [proposals[k][1] for k in picked], self.evaluators[s], d["meta"]["paths"], d["scorer"],
+                                      self.layouts[s, build])
                 for k, m in zip(picked, means):
                     per_set[k][s] = m
         return [self.combine(p) for p in per_set]
+
+    def per_query_many(self, many: list[Params], build: str) -> tuple[list[float], list[np.ndarray]]:
+        """Each setting's objective, and its objective per query (the metrics of the objective summed;
+        every set's queries in label order, pooled), from one re-scored batch per set."""
+        per_set: list[dict[str, dict[str, float]]] = [{} for _ in many]
+        rows: list[list[list[float]]] = [[] for _ in many]
+        for s, builds in self.sets.items():
+            d = builds[build]
+            for k, run in enumerate(rescore_runs(d["passes"], many, d["meta"]["paths"], d["scorer"], self.layouts[s, build])):
+                means, per_query = self.evaluators[s](run)
+                per_set[k][s] = means
+                rows[k].append([objective_value(per_query[q], self.objective) for q in self.qrels[s]])
+        return [self.combine(p)[0] for p in per_set], [np.concatenate(r) for r in rows]
 
     def combine(self, per_set: dict[str, dict[str, float]]) -> tuple[float, dict[str, float]]:
         """(objective, attributes) from each set's metrics (see the module docstring)."""

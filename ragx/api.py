@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
-from .config import LIMITS, Settings, load_settings, resolve_root
+from .config import LIMITS, Settings, check_choice, load_settings, resolve_root
 from .errors import ConfigError, CorruptIndexError, NoIndexError, UsageError
 from .index.layout import Layout
 from .index.store import ANCHORS_OUTDATED, Store, scan_started
@@ -67,10 +67,11 @@ class Corpus:
         from .models.registry import embedder_options, make_embedder
 
         emb = self.settings.embeddings
+        check_choice(self.settings, "embeddings.engine")  # an engine is known once plugins registered theirs
         try:
             return make_embedder(emb.engine, emb.model, **embedder_options(emb))
-        except ValueError as exc:  # unknown engine, model or option: a config problem
-            raise ConfigError(f"[embeddings] {exc}") from None
+        except ValueError as exc:  # the model or an option: a config problem, named with the file it came from
+            raise ConfigError(f"{self.settings.sources.get('embeddings.model', 'settings')}: [embeddings] {exc}") from None
 
     @property
     def reranker(self):
@@ -564,6 +565,44 @@ def open_collection(data_dir: Path, folder: Path, split: str, index: Callable[[A
     corpus = Corpus.open(made.corpus_dir)
     report = index(corpus) if index is not None else corpus.index(reporter=reporter)
     return corpus, made, report
+
+
+def index_database(root: Path) -> Path:
+    """Where the index database of the corpus at `root` is (whether or not one was built yet)."""
+    return Layout(root).db
+
+
+def has_index(root: Path) -> bool:
+    """Whether the corpus at `root` has an index."""
+    return Layout(root).exists()
+
+
+def project_manifest(folder: Path) -> str | None:
+    """The code-project manifest at the folder's root (pyproject.toml, package.json, ...), or None (`ragx init`)."""
+    from .ingest.folder_survey import project_manifest as found
+
+    return found(folder)
+
+
+def markdown_includes(folder: Path) -> tuple[str, ...]:
+    """The include globs `ragx init` proposes for a notes vault (mostly markdown); () for any other folder."""
+    from .ingest.folder_survey import markdown_includes as proposed
+
+    return proposed(folder)
+
+
+def survey_models(urls: list[str], folders: list[Path]) -> dict[str, Any]:
+    """The ragx.models.v1 payload: embedding engines on this machine, these servers and folders included."""
+    from .models.discover import survey
+
+    return survey(urls, folders)
+
+
+def pick_model(doc: dict[str, Any], use: str) -> dict[str, Any]:
+    """The candidate of a `survey_models` document named by its id or number (LookupError: none)."""
+    from .models.discover import pick
+
+    return pick(doc, use)
 
 
 def __getattr__(name: str):

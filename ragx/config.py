@@ -276,6 +276,10 @@ _DEVICE = Choices(lambda: TORCH_DEVICES, empty=True, indexed=True)
 # (registry.register_engine) is not known to a process that did not register it, and such a process
 # (`ragx status`, `ragx config get`) must still read the corpus's ragx.toml; a command that embeds
 # refuses an unknown engine when it builds the embedder (registry.make_embedder, one line, exit 2).
+# String settings that must not be empty, with what to say (rerank.model and expand.model may be:
+# "" turns them off).
+NON_EMPTY: dict[str, str] = {"embeddings.model": "it must name the embedding model (the default is 'all-MiniLM-L6-v2')"}
+
 CHOICES: dict[str, Choices] = {
     "embeddings.engine": Choices(_engines, at_load=False),
     "embeddings.precision": Choices(_precisions),
@@ -353,10 +357,25 @@ def coerce(section: str, key: str, value: Any, origin: str, *, choices: bool = T
     limit = LIMITS.get(dotted)
     if limit is not None and not limit.allows(typed):
         raise ConfigError(f"{where} = {value!r} is out of range: it must be {limit.describe()}")
+    if dotted in NON_EMPTY and not str(typed).strip():
+        raise ConfigError(f"{where} = {value!r} is empty: {NON_EMPTY[dotted]}")
     one_of = CHOICES.get(dotted) if choices else None
     if one_of is not None and (one_of.at_load or not loading) and not one_of.allows(typed):
-        raise ConfigError(f"{where} = {value!r} is not allowed: it must be {one_of.describe()}")
+        raise ConfigError(_not_allowed(where, value, one_of))
     return typed
+
+
+def _not_allowed(where: str, value: Any, one_of: Choices) -> str:
+    return f"{where} = {value!r} is not allowed: it must be {one_of.describe()}"
+
+
+def check_choice(settings: Settings, dotted: str) -> None:
+    """A CHOICES entry not checked at load (embeddings.engine), checked where it is used: ConfigError
+    naming the file the value came from and its key, as a load names them."""
+    section, key = split_key(dotted)
+    value = getattr(getattr(settings, section), key)
+    if not CHOICES[dotted].allows(value):
+        raise ConfigError(_not_allowed(f"{settings.sources.get(dotted, 'settings')}: {dotted}", value, CHOICES[dotted]))
 
 
 def parse_value(dotted: str, text: str) -> Any:

@@ -37,3 +37,12 @@ def document(schema: str, payload: dict[str, Any]) -> dict[str, Any]:
 def dumps(doc: dict[str, Any]) -> str:
     """Stable text: keys in insertion order, floats as Python's shortest round-trip repr."""
     return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def group_by_file(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A ragx.query.v1 document's results of each file together, files in the order of their best (first)
+    result: how every shell shows them (the CLI's human output, the search page)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(r["file"], []).append(r)
+    return list(groups.values())

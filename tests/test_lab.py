@@ -12,7 +12,7 @@ from fakes import HashEmbedder, indexed_topic_corpus
 
 from lab.passes import StaleCacheError, build_cache, check_fresh, load_cache
 from lab.rerank import shortlist_scorer
-from lab.rescore import rescore
+from lab.rescore import rescore, rescore_runs
 from ragx.api import Corpus
 from ragx.eval.presets import parse_config
 from ragx.eval.runner import run_eval
@@ -48,6 +48,9 @@ def test_offline_rescoring_is_digit_exact_against_live_eval(setup, tmp_path):
         assert offline.runs == live.runs[cfg.name], cfg.name           # same files, same float scores
         assert offline.per_query == live.file_per_query[cfg.name], cfg.name
         assert offline.means == live.file_means[cfg.name], cfg.name
+        # every config twice in one batch: each pair shares its structure, so lab/vectorised.py ranks them
+        together = rescore_runs(passes, [cfg.params, cfg.params.replace(file_chunks=cfg.params.file_chunks)], meta["paths"])
+        assert together == [live.runs[cfg.name]] * 2, cfg.name
     assert any(0 < m["nDCG@10"] < 1 for m in live.file_per_query[cfg.name].values())
 
 
@@ -146,10 +149,19 @@ def test_lab_cache_and_sweep_run_end_to_end(tmp_path, monkeypatch):
     summary = json.loads((reports / "summary.json").read_text())
     assert summary["trials_in_study"] == 4 and 0 <= summary["best"]["value"] <= 1
     assert (reports / "sensitivity.png").exists()
+    for knob in summary["sensitivity"].values():  # each setting's difference from the best, inside its 95% CI
+        assert all(lo <= d <= hi for lo, d, hi in zip(knob["low"], knob["diff"], knob["high"]))
+    # the grid sampler: 2 values for each of the quick sweep's 7 knobs, 8 distinct points in one batch
+    grid = [*overrides[:-2], "optuna.study_name=tiny-grid", f"reports={tmp_path / 'reports'}", "optuna.sampler=grid", "optuna.grid_points=2"]
+    assert main(["sweep", *grid, "trials=8"]) == 0
+    import optuna
+
+    study = optuna.load_study(study_name="tiny-grid", storage=f"sqlite:///{tmp_path / 'cache' / 'optuna.db'}")
+    assert len({json.dumps(t.params, sort_keys=True) for t in study.trials}) == 8 == len({t.system_attrs["grid_id"] for t in study.trials})
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    runs = mlflow.search_runs(experiment_names=["ragx-lab"])
+    runs = mlflow.search_runs(experiment_names=["ragx-lab"], filter_string="tags.study = 'tiny-smoke'")
     assert len(runs) == 1 and runs.iloc[0]["params.dataset"] == "tiny"
     history = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "objective")
     assert sorted(m.step for m in history) == [0, 1, 2, 3]

@@ -11,8 +11,7 @@ import pytest
 from cli_runner import call
 from fakes import HashEmbedder, make_corpus
 
-from ragx.api import Corpus
-from ragx.cli.init_cmd import markdown_includes
+from ragx.api import Corpus, markdown_includes
 from ragx.config import load_settings
 from ragx.index.build import run_index
 from ragx.search.lexical import bm25_matches

@@ -12,17 +12,7 @@ import typer
 
 from ..config import PROJECT_FILE, load_settings, parse_value, set_value
 from ..errors import UsageError
-from ..ingest.discover import discover
-from ..ingest.filetypes import DOCUMENT_EXTENSIONS, MARKDOWN, PDF_UNAVAILABLE, default_kind
 from .app import app, err
-
-MOSTLY = 0.6  # a folder whose default-type files are at least this share markdown is a notes vault
-# ... unless one of these stands at its root: a code project's README, AGENTS.md and docs can outnumber
-# its sources, and leaving the code out is the worse mistake (a vault that also builds a site gets its
-# code indexed too, which `index.include` can narrow).
-PROJECT_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "package.json", "Cargo.toml", "go.mod", "pom.xml",
-                     "build.gradle", "build.gradle.kts", "CMakeLists.txt", "Gemfile", "composer.json", "mix.exs",
-                     "deno.json", "Package.swift", "stack.yaml", "dune-project")
 
 QUESTIONS = (
     ("embeddings.engine", "Embedding engine (embedded = the bundled all-MiniLM-L6-v2, no server needed)"),
@@ -45,7 +35,9 @@ def init_command(
     target = folder / PROJECT_FILE
     # Judged before the skill is installed: the AGENTS.md it writes is not the folder's own content
     # (counted, it tipped a small code repository into "mostly markdown").
-    manifest = next((name for name in PROJECT_MANIFESTS if (folder / name).is_file()), None)
+    from ..api import markdown_includes, project_manifest  # the folder's files: read when init runs, not for --help
+
+    manifest = project_manifest(folder)
     proposed = markdown_includes(folder) if manifest is None else ()
     if agent:
         _install_agent_skill(folder)
@@ -100,16 +92,3 @@ def _install_agent_skill(folder: Path) -> None:
 
     for written in install(folder):
         err.print(f"{written.action} {written.path}")
-
-
-def markdown_includes(folder: Path) -> tuple[str, ...]:
-    """Include globs for the document extensions present (markdown, other prose, PDF), when markdown
-    makes up at least MOSTLY of the files ragx would index by default (a notes vault: its theme's CSS
-    and scripts are noise, its PDFs and text files are not). A PDF this install cannot read yet counts."""
-    found = discover(folder)
-    paths = [f.path for f in found.files] + [p.path for p in found.skipped if p.reason == PDF_UNAVAILABLE]
-    markdown = [p for p in paths if default_kind(p) == MARKDOWN]
-    if not paths or len(markdown) < MOSTLY * len(paths):
-        return ()
-    extensions = {p.rsplit(".", 1)[-1].lower() for p in paths if "." in p.rsplit("/", 1)[-1]}
-    return tuple(f"*.{ext}" for ext in sorted(extensions & DOCUMENT_EXTENSIONS))

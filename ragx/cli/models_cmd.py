@@ -24,14 +24,14 @@ def models_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Embedding engines on this machine: the embedded model, model folders, local servers."""
-    from ..models.discover import pick, survey
+    from ..api import pick_model, survey_models
 
     urls = [_server_url(u) for u in url or []]
-    doc = survey(urls, [_search_folder(s) for s in search or []])
+    doc = survey_models(urls, [_search_folder(s) for s in search or []])
     chosen = None
     if use is not None:
         try:
-            chosen = pick(doc, use)
+            chosen = pick_model(doc, use)
         except LookupError:
             raise UsageError(f"no candidate {use!r} (see the ids `ragx models` lists)") from None
         doc["written"] = _write_choice(root, chosen)
@@ -75,9 +75,9 @@ def _search_folder(text: str) -> Path:
 def _write_choice(root: Optional[str], chosen: dict) -> dict:
     """Write the candidate's settings into ragx.toml, checked like `ragx config set` (nothing written if the
     settings would not load), unless they are the ones in use already."""
+    from ..api import has_index
     from ..config import PROJECT_FILE, check_write, get_value, load_settings, resolve_root, set_values
     from ..errors import ConfigError
-    from ..index.layout import Layout
 
     folder = resolve_root(root)
     target = folder / PROJECT_FILE
@@ -96,6 +96,6 @@ def _write_choice(root: Optional[str], chosen: dict) -> dict:
     for key, source in overridden.items():
         warn(f"{source} sets {key} = {get_value(after, key)!r}, which overrides it here")
     changed = any(get_value(after, key) != get_value(before, key) for key in wanted)
-    if changed and Layout(folder).exists():
+    if changed and has_index(folder):
         warn("the index was built with the previous model: the next run must be `ragx index --full`")
     return {"file": str(target), "settings": wanted}

@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..schemas import group_by_file
+
 MORE_SHOWN = 4  # line ranges named in "+N more in this file"
-
-
-def group_by_file(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The results of each file together, files in the order of their best (first) result."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in results:
-        groups.setdefault(r["file"], []).append(r)
-    return list(groups.values())
 
 
 def _lines(r: dict[str, Any]) -> str:

@@ -265,5 +265,10 @@ def _file_ids(vec: _Vectors, change: ChangeSet) -> np.ndarray:
     new_file_ids = change.next_file + np.array([fi for fi, _ in change.chunks], dtype=np.int64)
     if vec.old is None:
         return new_file_ids
-    kept_files = vec.old.file_ids[vec.old.positions(vec.kept_old)]
-    return np.concatenate([kept_files, new_file_ids])
+    # The kept chunks are the old ones less those removed: a mask, not a binary search of each (~70 ms at 1M).
+    kept = np.ones(len(vec.old.ids), bool)
+    pos, found = find_sorted(vec.old.ids, change.removed)
+    kept[pos[found]] = False
+    if not np.array_equal(vec.old.ids[kept], vec.kept_old):  # (kept_old came from another list: search)
+        kept = vec.old.positions(vec.kept_old)
+    return np.concatenate([vec.old.file_ids[kept], new_file_ids])

@@ -38,6 +38,7 @@ class ChunkLists:
     file_ids: np.ndarray   # the file id of each
     base_ids: np.ndarray   # vectors.npy's rows
     delta_ids: np.ndarray  # delta.npy's rows
+    slots: np.ndarray | None = None  # the stored row (base rows, then delta rows) of each live id; None: search for them
 
 
 def read_chunk_lists(folder: Path) -> ChunkLists:
@@ -47,7 +48,7 @@ def read_chunk_lists(folder: Path) -> ChunkLists:
         if "base_ids" in z.files:  # the lists whole, as written before this file existed
             return ChunkLists(base_ids, base_files, z["base_ids"], z["delta_ids"])
     if not (folder / CHUNKS_DELTA).exists():
-        return ChunkLists(base_ids, base_files, base_ids, np.empty(0, np.int64))
+        return ChunkLists(base_ids, base_files, base_ids, np.empty(0, np.int64), np.arange(len(base_ids)))
     with np.load(folder / CHUNKS_DELTA) as z:
         gone, delta_ids, delta_files = z["gone"], z["ids"], z["file_ids"]
     keep = np.ones(len(base_ids), bool)
@@ -58,7 +59,8 @@ def read_chunk_lists(folder: Path) -> ChunkLists:
     ids = np.concatenate([base_ids[keep], delta_ids])
     if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():
         raise ValueError("the chunk lists are not sorted")
-    return ChunkLists(ids, np.concatenate([base_files[keep], delta_files]), base_ids, delta_ids)
+    slots = np.concatenate([np.flatnonzero(keep), len(base_ids) + np.arange(len(delta_ids))])
+    return ChunkLists(ids, np.concatenate([base_files[keep], delta_files]), base_ids, delta_ids, slots)
 
 
 def base_linkable(folder: Path) -> bool:

@@ -137,11 +137,12 @@ def diff_corpus(
     undecodable = undecodable or {}
     stats = stored.stats
     since = written_since(scan_started_ns)
-    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats, since)
+    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats, since,
+                                unchanged_of=stats)  # unchanged files come back by path alone (found.unchanged)
     if found.include_unmatched:
         raise IncludeMatchesNothing(_include_matches_nothing(settings, found.include_unmatched))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread),
-                     complete=not found.unread)
+                     complete=not found.unread, unchanged=len(found.unchanged))
     for f in found.files:
         stat = stats.get(f.path)
         written = since is not None and f.ctime_ns >= since  # its inode changed since the last run began
@@ -161,7 +162,7 @@ def diff_corpus(
                 out.unchanged += 1
         else:
             _compare_content(f, stored[f.path], out)
-    gone = stats.keys() - {f.path for f in found.files}  # a set difference, not a loop over the stored rows
+    gone = stats.keys() - {f.path for f in found.files} - set(found.unchanged)  # set differences, not a loop over the rows
     out.deleted = [stored[path] for path in sorted(_still_there(gone, found.unread))]
     return out
 

@@ -43,6 +43,12 @@ def identifier_parts(piece: str) -> list[str]:
     return extra
 
 
+def may_hold_identifiers(text: str) -> bool:
+    """False when no piece of `text` can have identifier parts (`identifier_parts` gives [] for each): the
+    hint has no anchors, so a text without it has no piece with it."""
+    return _HINT.search(text) is not None
+
+
 def with_identifier_parts(piece: str) -> str:
     """The piece as FTS5 reads it: itself, then its identifiers' parts and joined forms (if any)."""
     extra = identifier_parts(piece)

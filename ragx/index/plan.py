@@ -29,6 +29,7 @@ from .diff import CorpusDiff, diff_corpus
 from .embedding import embed_new
 from .journal import VectorJournal
 from .layout import Layout
+from .manifest_values import MAX_CHUNK_ID
 from .snapshot import VECTORS_FORMAT, Snapshot, as_stored
 from .store import FileRow, Store
 
@@ -263,7 +264,7 @@ def plan(
     report.reused_chunks = len(texts) - report.embedded_chunks - report.resumed_chunks
     report.embedded_files = sorted({files[fi][0].path for (fi, _), f in zip(chunks, fresh.tolist()) if f})
 
-    next_chunk = int(manifest.get("next_chunk_id", 1))
+    next_chunk = first_new_chunk_id(store, manifest, len(texts), full)
     new_ids = np.arange(next_chunk, next_chunk + len(texts), dtype=np.int64)
     old_live = indexed_chunk_ids(layout, store, manifest) if not full else np.empty(0, np.int64)
     return ChangeSet(
@@ -276,6 +277,19 @@ def plan(
         anchors=chunked.anchors, anchor_vecs=anchor_vecs,
         undecodable=undecodable_rows(diff.undecodable + chunked.undecodable), textless=chunked.textless,
     )
+
+
+def first_new_chunk_id(store: Store, manifest: dict, count: int, full: bool) -> int:
+    """The id of this run's first new chunk: the manifest's next_chunk_id, but never one a chunk of the
+    store holds (a value that went back, or none: a full run repairing a bad one), so an id is never
+    given to two texts while a reader may still see the first. Only a full run whose ids would pass
+    MAX_CHUNK_ID starts again from 1 (it replaces every row); an incremental one is refused."""
+    start = max(int(manifest.get("next_chunk_id", 1)), store.max_chunk_id() + 1)
+    if start + count <= MAX_CHUNK_ID:
+        return start
+    if full:
+        return 1
+    raise CorruptIndexError(f"chunk ids would pass {MAX_CHUNK_ID} (the store's ids reach {start - 1}): run `ragx index --full`")
 
 
 def indexed_chunk_ids(layout: Layout, store: Store, manifest: dict) -> np.ndarray:

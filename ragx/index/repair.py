@@ -22,10 +22,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import CorruptIndexError
 from ..lookup import find_sorted
 from .communities import NO_COMMUNITY
 from .graph import BLOCK_ROWS, EXACT_MAX_PAIRS, Adjacency, Graph, approximate_top_k_lists, pair_weights, top_k_lists, undirected
 from .store import Store
+from .verified import HINT
 
 # Chunks above which an incremental run asks the HNSW index instead of comparing with every chunk:
 # where a full build does too (graph.EXACT_MAX_PAIRS = chunks x chunks). The exact route widens every
@@ -63,7 +65,25 @@ def repair_knn(
     live: np.ndarray, vec_of: VecOf, all_vecs: np.ndarray | None, ann, k: int, min_sim: float,
 ) -> Repair:
     """`all_vecs` (rows follow `live`) when an exact comparison with every chunk is cheap, else None
-    and `ann` (the HNSW index over `live`) finds the candidates."""
+    and `ann` (the HNSW index over `live`) finds the candidates.
+
+    Stored vectors that hold infinities or NaN (damage that kept the file's identity, so its checksum
+    was not read again) are refused in one line, without numpy's warnings: all of them on the exact
+    route (which multiplies them all anyway), those the run reads on the HNSW route (a non-finite
+    weight), before Leiden or the store sees one."""
+    if all_vecs is not None and not np.isfinite(all_vecs).all():  # the exact route reads them all anyway
+        raise CorruptIndexError(f"stored vectors hold non-finite values (damaged): {HINT}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        repair = _repair(store, removed, new_ids, new_vecs, kept_old, live, vec_of, all_vecs, ann, k, min_sim)
+    if not np.isfinite(repair.knn_weight).all():
+        raise CorruptIndexError(f"stored vectors hold non-finite values (damaged): {HINT}")
+    return repair
+
+
+def _repair(
+    store: Store, removed: np.ndarray, new_ids: np.ndarray, new_vecs: np.ndarray, kept_old: np.ndarray,
+    live: np.ndarray, vec_of: VecOf, all_vecs: np.ndarray | None, ann, k: int, min_sim: float,
+) -> Repair:
     losing = np.setdiff1d(store.knn_sources_of(removed), removed)
     if all_vecs is not None:
         cand, best = _near_new_exact(new_vecs, kept_old, all_vecs[: len(kept_old)], min_sim)
@@ -77,7 +97,7 @@ def repair_knn(
     else:
         rs, rd = approximate_top_k_lists(recompute, vec_of(recompute), vec_of, len(live), k, min_sim, ann)
     rw = pair_weights(vec_of, rs, rd)
-    good = rw >= min_sim
+    good = (rw >= min_sim) | ~np.isfinite(rw)  # non-finite: kept for repair_knn to refuse
     rs, rd, rw = rs[good], rd[good], rw[good]
     redo = np.union1d(recompute, removed)
     return Repair(rs, rd, rw, redo, _changed_rows(store, redo, removed, live, rs, rd, rw))

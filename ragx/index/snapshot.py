@@ -120,12 +120,11 @@ class Snapshot:
         verify(folder, checksums, FILES if with_ann else READ_BY_SNAPSHOT,
                trust_unchanged=True if with_ann else None)
         try:
-            ids, file_ids, stored = _read_vectors(folder)
+            ids, file_ids, stored, slots = _read_vectors(folder)
             graph = Graph(ids, _adjacency(folder / GRAPH, ids), _adjacency(folder / GRAPH_DELTA, None))
             lexicon = load_lexicon(folder, ids) if with_ann else None
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): run `ragx index --full`") from None
-        slots = stored.slots(ids)
         if slots is None or len(file_ids) != len(ids) or not graph.check() or (lexicon is not None and not lexicon.check()):
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: run `ragx index --full`")
         snap = cls(folder, file_ids, stored.rows(ids, slots), graph, stored, lexicon)
@@ -142,10 +141,9 @@ class Snapshot:
         only source vector reuse takes vectors from (the graph and HNSW files are not needed)."""
         verify(folder, checksums, (*CHUNK_LISTS, VECTORS_NPY, DELTA))
         try:
-            ids, _, stored = _read_vectors(folder)
+            ids, _, stored, slots = _read_vectors(folder)
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise CorruptIndexError(f"index arrays in {folder} are unreadable ({exc}): {HINT}") from None
-        slots = stored.slots(ids)
         if stored.base.ndim != 2 or slots is None:
             raise CorruptIndexError(f"index arrays in {folder} disagree in length: {HINT}")
         return ids, stored.rows(ids, slots)
@@ -226,15 +224,18 @@ class Snapshot:
         return {CHUNKS: base_from[1][CHUNKS]}
 
 
-def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors]:
-    """(live ids, file ids, stored vectors); a generation from before the delta has its base only."""
+def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors, np.ndarray | None]:
+    """(live ids, file ids, stored vectors, the stored row of each live id or None if one is missing);
+    a generation from before the delta has its base only."""
     lists = read_chunk_lists(folder)
     ids, file_ids, base_ids, delta_ids = lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids
     base = np.load(folder / VECTORS_NPY, mmap_mode="r")
     delta = np.load(folder / DELTA) if (folder / DELTA).exists() else np.empty((0, base.shape[1]), VECTOR_DTYPE)
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
-    return ids, file_ids, StoredVectors(base_ids, base, delta_ids, delta)
+    stored = StoredVectors(base_ids, base, delta_ids, delta)
+    # the lists' own rows (no search of a million ids), else searched (the lists held whole: older format)
+    return ids, file_ids, stored, lists.slots if lists.slots is not None else stored.slots(ids)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,11 @@ def verify_index(layout: Layout, store: Store, manifest: dict, deep: bool) -> li
     ones their commit hashed (trusted by identity, as a query trusts them, hashed otherwise), and the
     chunk table's fingerprint is the one that commit recorded of the arrays. An index committed before
     fingerprints were recorded loads its arrays and compares ids instead. `deep` checks every
-    generation file's checksum, asks the HNSW file for every live chunk's vector, and compares the
-    arrays themselves. Each problem ends with the fix."""
+    generation file's checksum and every chunk text's, asks the HNSW file for every live chunk's
+    vector, and compares the arrays themselves. Each problem ends with the fix."""
     problems = store.integrity_problems() if deep else []
+    if deep and not problems:  # the rows read back whole only from a sound file
+        problems = store.text_problems()
     if not has_postings(manifest):  # BM25 reads the FTS5 table
         fts, live = store.fts_size(), store.live_fingerprint()[0]
         if fts != live:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from .. import schemas
 from ..config import PROJECT_FILE, find_root, rc_path, resolve_root
 from ..errors import UsageError
-from ..index.layout import Layout
 
 if TYPE_CHECKING:  # the corpus (numpy, the index code) loads on the first call, not at the handshake
     from ..api import Corpus
@@ -119,7 +118,9 @@ class Service:
 
     # ---- the corpus ------------------------------------------------------------------------------
     def _inputs(self) -> tuple:
-        return (_stamp(self.root / PROJECT_FILE), _stamp(rc_path()), _stamp(Layout(self.root).db))
+        from ..api import index_database  # loaded by then: the first call that opens the corpus imports api
+
+        return (_stamp(self.root / PROJECT_FILE), _stamp(rc_path()), _stamp(index_database(self.root)))
 
     def corpus(self, *, shared: bool = True) -> Corpus:
         """The server's corpus, re-opened only when its settings or its index database file changed.

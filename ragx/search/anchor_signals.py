@@ -15,6 +15,8 @@ best BM25 of an anchor document (0: none, or no term matched). Scoring mixes the
 
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 import numpy as np
 
 from ..index.store import Store
@@ -34,14 +36,16 @@ def _equal_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return np.repeat(np.arange(len(values)), count), order[np.repeat(lo, count) + offset]
 
 
-def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(anchor cosine, anchor BM25) per node whose file is `file_ids[i]`."""
+def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np.ndarray,
+                   file_paths: Callable[[Sequence[int]], dict[int, str]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(anchor cosine, anchor BM25) per node whose file is `file_ids[i]`. `file_paths`: where the files'
+    paths are read (a searcher's per-generation GenerationFiles.paths; default the store)."""
     sim = np.full(len(file_ids), np.nan, dtype=np.float32)
     lexical = np.zeros(len(file_ids))
     if len(file_ids) == 0 or not store.has_anchors():
         return sim, lexical
     files = unique_ids(np.asarray(file_ids, dtype=np.int64))
-    paths = store.file_paths_of(files.tolist())
+    paths = (file_paths or store.file_paths_of)(files.tolist())
     path = [paths[f] for f in files.tolist()]
     name = [p.rsplit("/", 1)[-1] for p in path]
     docs = store.anchor_docs_named(sorted(set(path) | set(name)))

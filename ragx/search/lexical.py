@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ManifestMismatchError
 from ..index.fts_tokens import shared
-from ..index.identifiers import identifier_parts
+from ..index.identifiers import identifier_parts, may_hold_identifiers
 from ..scoring.bm25 import DEFAULT_VARIANT, K1, B
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +55,8 @@ def bm25_terms(text: str) -> list[str]:
     word outweigh the rest of the query (flask-5063 fell from rank 1 to 13 on the BM25 leg)."""
     tokens = shared()
     terms = tokens.of_words(query_words(text))
+    if not may_hold_identifiers(text):  # plain prose (most queries): nothing to add, and no regex pass per name
+        return terms
     names = dict.fromkeys(w for w in _IDENTIFIER.findall(text) if w.lower() not in STOPWORDS)
     have = set(terms)
     added = [t for t in dict.fromkeys(tokens.of_words([p for w in names for p in identifier_parts(w)])) if t not in have]

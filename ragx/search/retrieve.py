@@ -24,9 +24,11 @@ def cosines(vectors: np.ndarray, rows: np.ndarray, query_vec: np.ndarray) -> np.
 
     An elementwise product summed along each row, not a BLAS matrix-vector product: a row's value
     then depends on that row alone, never on which other rows came along. So a pass with wider caps
-    (the lab's cache) yields bit-identical similarities to a narrow one (a CLI query).
+    (the lab's cache) yields bit-identical similarities to a narrow one (a CLI query). Damaged vectors
+    (infinities) give NaN without numpy's warning: callers refuse non-finite values in one line.
     """
-    return (np.asarray(vectors[rows], dtype=np.float32) * query_vec.astype(np.float32)).sum(axis=1, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (np.asarray(vectors[rows], dtype=np.float32) * query_vec.astype(np.float32)).sum(axis=1, dtype=np.float32)
 
 
 def _neighbourhood(snap: Snapshot, query_vec: np.ndarray, seeds: np.ndarray, caps: PassCaps) -> np.ndarray:

@@ -38,8 +38,8 @@ from ..scoring.score import prepare, score
 from .anchor_signals import anchor_signals
 from .evidence import Verdict, judge
 from .expand import query_vectors
-from .file_roles import file_roles
 from .filters import Filters, allowed_files, allowed_rows
+from .generation_files import GenerationFiles
 from .link_edges import NO_PAIRS, file_link_pairs
 from .results import QueryOptions, chunks_document, describe_evidence, files_document
 from .retrieve import retrieval_pass
@@ -66,6 +66,7 @@ class Searcher:
         self._embedder_warm = False
         self.snapshot: Snapshot | None = None
         self.manifest: dict = {}
+        self.files = GenerationFiles(self.store)  # the loaded generation's file paths and roles, read once
 
     @property
     def embedder(self):
@@ -109,6 +110,7 @@ class Searcher:
                 failed.add(generation)
                 return False
             self.snapshot, self._generation = snapshot, generation
+            self.files = GenerationFiles(self.store)
             if self.store.anchors_need_update():
                 warn_once("anchors-outdated", ANCHORS_OUTDATED)
         self.manifest = manifest
@@ -161,8 +163,8 @@ class Searcher:
         allowed = allowed_rows(snap.file_ids, allowed_files(self.store, filters)) if filters.active else None
         c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
         c.link_pairs = file_link_pairs(self.store, c.file_ids) if link_edges else NO_PAIRS
-        c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0])
-        c.file_role = file_roles(self.store, c.file_ids)
+        c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0], self.files.paths)
+        c.file_role = self.files.roles(c.file_ids)
         return c
 
     def corpus_verdict(self, query: str, qvec: np.ndarray, snap: Snapshot, params: Params) -> Verdict:

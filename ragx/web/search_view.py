@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ..api import Corpus, time_filter
 from ..errors import UsageError
+from ..schemas import group_by_file
 from .highlight import marked, query_terms
 
 TOP_CHOICES = (5, 10, 20, 50)
@@ -30,14 +31,6 @@ class SearchForm:
         tags = tuple(t for t in params.get("tags", "").replace(",", " ").split() if t)
         return cls(params.get("q", "").strip(), tags, params.get("path", "").strip(),
                    params.get("since", "").strip(), params.get("until", "").strip(), int(top_text))
-
-
-def group_by_file(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The results of each file together, files in the order of their best (first) result."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in results:
-        groups.setdefault(r["file"], []).append(r)
-    return list(groups.values())
 
 
 def run_search(corpus: Corpus, form: SearchForm) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 commit order, written into one folder per repository, `ragx index` after each, then a query.
 
     nice -n 10 python scripts/bench/bench_replay.py [--data ../shared/data/swe-loc] [--repo pytest-dev/pytest ...]
-        [--out reports/replay.md] [--engine real|test-hash]
+        [--out reports/replay.md] [--engine real|test-hash] [--vector-cache DIR]
 
 For each repository of ../shared/data/swe-loc (git bundles, README there), the instances are taken in
 base-commit time order. Each tree is archived from the bundle and synced into the same folder the
@@ -15,7 +15,10 @@ by a signal (an abort: exit 134 / -6, a segfault: -11) is counted as an abort; a
 exit as an error. The issue 42 abort appeared here (pytest: 5221, 5227, 5103, 5413 in one folder).
 
 The first run of each repository embeds its whole tree (a few thousand chunks with the real model);
-later runs embed only what changed. Writes a markdown table (one row per run) and prints a summary;
+later runs embed only what changed. `--vector-cache DIR` takes the vectors the same model already
+produced for the same texts from an eval vector cache (`ragx eval snapshots` fills one), so a replay
+of the real model's index runs finishes in minutes; every index run and query is still a ragx process
+of its own. Writes a markdown table (one row per run) and prints a summary;
 exits 1 if any run aborted or failed.
 """
 
@@ -37,6 +40,14 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = next((p / "shared" / "data" / "swe-loc" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()),
             REPO.parent / "shared" / "data" / "swe-loc")
 HASH_CLI = "import sys; sys.path.insert(0, {tests!r}); import fakes_registration; from ragx.cli.main import run; run()"
+# The real CLI, its configured embedder wrapped in eval's vector cache (ragx/eval/vector_cache.py): texts
+# whose vectors the cache holds (by model identity and text key) are not embedded again. The index is
+# the one the engine would build; queries pass through to the model.
+CACHED_CLI = (
+    "from pathlib import Path; from ragx import api; from ragx.eval.vector_cache import CachedEmbedder; "
+    "made = api.Corpus._make_embedder; api.Corpus._make_embedder = lambda self: CachedEmbedder(made(self), Path({cache!r})); "
+    "from ragx.cli.main import run; run()"
+)
 HASH_TOML = '[embeddings]\nengine = "test-hash"\n'
 QUERY_CHARS = 300
 
@@ -141,9 +152,14 @@ def main() -> None:
     ap.add_argument("--engine", choices=("real", "test-hash"), default="real",
                     help="test-hash: a hashing embedder instead of the model (a quick check of the replay itself)")
     ap.add_argument("--out", type=Path, default=REPO / "reports" / "replay.md")
+    ap.add_argument("--vector-cache", type=Path, help="real engine: take chunk vectors the model already produced from this "
+                    "eval vector cache (e.g. <RAGX_CACHE_DIR>/snapshots/swe-loc-*/vectors, filled by `ragx eval snapshots`); "
+                    "new texts are embedded and added to it")
     args = ap.parse_args()
     cmd, toml = ([args.ragx], "") if args.engine == "real" else (
         [sys.executable, "-c", HASH_CLI.format(tests=str(REPO / "tests"))], HASH_TOML)
+    if args.vector_cache and args.engine == "real":
+        cmd = [sys.executable, "-c", CACHED_CLI.format(cache=str(args.vector_cache.resolve()))]
     env = dict(os.environ, NO_COLOR="1", RAGX_RC=os.environ.get("RAGX_RC", "/nonexistent/ragxrc"))
     t0, results = time.perf_counter(), []
     for repo, rows in instances(args.data, args.repo).items():

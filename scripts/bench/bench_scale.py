@@ -3,6 +3,16 @@
     nice -n 5 python scripts/bench/bench_scale.py --sizes 10000 100000 [--work DIR] [--recall-sample 3000]
     nice -n 5 python scripts/bench/bench_scale.py --sizes 1000000 --out reports/scale-rows.json --merge --plot reports/scale.png
 
+One-file edit times, the build apart from the timed edits (a 1M build takes ~30 min and may run under
+load; only the edits need a quiet machine):
+
+    nice -n 10 python scripts/bench/bench_scale.py --sizes 10000 100000 1000000 --work DIR --build-only
+    python scripts/bench/bench_scale.py --sizes 10000 100000 1000000 --work DIR --incremental-edits 5
+
+--build-only generates each corpus (or reuses DIR's with --keep-corpus) and runs the full index, nothing
+else; --incremental-edits then edits one more file per run and times each run in a fresh process
+(medians of the runs, the load average before and after). Each call edits other files than the last.
+
 Corpus: markdown files of 10 sections, one section ~ one chunk, written from a Zipf vocabulary of
 20,000 pseudo-words plus real English function words, with topic structure (each file draws most of
 its words from one of N/200 topics, each topic a Zipf distribution over its own 300 words). The
@@ -327,12 +337,14 @@ MIN_FREE_GB = 4.0  # --min-free-gb
 def _child(*args: str) -> dict:
     """Run one step in a fresh process; kill it (and stop) if the machine runs short of memory."""
     with subprocess.Popen([sys.executable, str(HERE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        while proc.poll() is None:
-            if _available_gb() < MIN_FREE_GB:
-                proc.kill()
-                raise SystemExit(f"step {args[0]} aborted: the machine has under {MIN_FREE_GB} GB available")
-            time.sleep(0.5)
-        out, err = proc.communicate()
+        while True:
+            try:  # returns the moment the child ends: the walls timed around this call are not rounded up
+                out, err = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if _available_gb() < MIN_FREE_GB:
+                    proc.kill()
+                    raise SystemExit(f"step {args[0]} aborted: the machine has under {MIN_FREE_GB} GB available") from None
     if proc.returncode != 0:
         raise SystemExit(f"step {args[0]} failed: {err.strip()[-800:]}")
     return json.loads(out.strip().splitlines()[-1])
@@ -418,21 +430,48 @@ def bench_size(n: int, work: Path, sample: int, keep: bool = False) -> dict:
     return row
 
 
+def build_only(n: int, work: Path, keep: bool) -> dict:
+    """The corpus and its full index, nothing timed but the build: for --incremental-edits later."""
+    root = _corpus(n, work / f"n{n}", keep)
+    t0 = time.perf_counter()
+    full = _child("_index", str(root))
+    out = {"chunks": full["chunks"], "build_wall_s": time.perf_counter() - t0, "load_after": os.getloadavg()}
+    (work / f"n{n}" / "built.json").write_text(json.dumps(out))
+    print(f"[{n}] built: {json.dumps(out)}", flush=True)
+    return out
+
+
 def incremental_runs(n: int, work: Path, edits: int) -> dict:
     """One-file edits on the index a previous run left in --work (each in another folder, each run in a
-    fresh process, timed from process start): the steady state of an index that is kept up to date."""
+    fresh process, timed from process start): the steady state of an index that is kept up to date.
+    Each call edits files the calls before did not (their count is kept in the work dir)."""
     root = work / f"n{n}" / "corpus"
     if not (root / ".ragx" / "index.sqlite").exists():
-        raise SystemExit(f"no index at {root}: run --sizes {n} --keep-corpus first")
-    runs = []
+        raise SystemExit(f"no index at {root}: run --sizes {n} --build-only first")
+    done_file = work / f"n{n}" / "edits-done"
+    done = int(done_file.read_text()) if done_file.exists() else 0
+    load_before, runs = os.getloadavg(), []
     for i in range(edits):
-        _edit_one_file(root, 1 + i)
+        _edit_one_file(root, 1 + done + i)
+        done_file.write_text(str(done + i + 1))
         t0 = time.perf_counter()
         step = _child("_index", str(root))
         runs.append(step | {"process_wall_s": time.perf_counter() - t0} | _generation_bytes(root))
         print(f"[{n}] edit {i + 1}: {json.dumps(runs[-1])}", flush=True)
     walls = [r["process_wall_s"] for r in runs]
-    return {"chunks": n, "edits": edits, "median_process_wall_s": statistics.median(walls), "runs": runs}
+    return {"chunks": runs[-1]["chunks"], "edits": edits, "median_process_wall_s": statistics.median(walls),
+            "walls_s": walls, "load_before": load_before, "load_after": os.getloadavg(), "runs": runs}
+
+
+def _edit_table(rows: list[dict]) -> str:
+    """Median one-file edit per size, and its ratio to the smallest size's."""
+    lines = ["| chunks | one-file edit, median | runs | vs smallest | load before / after |", "|---:|---:|---|---:|---|"]
+    first = rows[0]["median_process_wall_s"]
+    for r in rows:
+        runs = ", ".join(f"{w:.2f}" for w in r["walls_s"])
+        load = f"{r['load_before'][0]:.2f} / {r['load_after'][0]:.2f}"
+        lines.append(f"| {r['chunks']:,} | {r['median_process_wall_s']:.2f} s | {runs} | {r['median_process_wall_s'] / first:.2f}x | {load} |")
+    return "\n".join(lines)
 
 
 def _table(rows: list[dict]) -> str:
@@ -505,12 +544,19 @@ def main() -> None:
     ap.add_argument("--merge", action="store_true", help="keep the rows of other sizes already in --out (table and plot show all)")
     ap.add_argument("--keep-corpus", action="store_true", help="reuse a corpus generated by an earlier run in --work (its index is deleted)")
     ap.add_argument("--incremental-edits", type=int, default=0, help="only time this many one-file edits on the index already in --work")
+    ap.add_argument("--build-only", action="store_true", help="only generate each corpus and build its full index (for --incremental-edits)")
     ap.add_argument("--min-free-gb", type=float, default=MIN_FREE_GB, help="kill a step when the machine has less memory available")
     args = ap.parse_args()
     globals()["MIN_FREE_GB"] = args.min_free_gb
-    if args.incremental_edits:
+    if args.build_only:
         for n in args.sizes:
-            print(json.dumps(incremental_runs(n, args.work, args.incremental_edits)), flush=True)
+            build_only(n, args.work, args.keep_corpus)
+        return
+    if args.incremental_edits:
+        rows = [incremental_runs(n, args.work, args.incremental_edits) for n in args.sizes]
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        print(_edit_table(rows))
         return
     if args.graph_only:
         for n in args.sizes:

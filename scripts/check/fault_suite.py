@@ -264,6 +264,19 @@ def bad_settings(s: Suite) -> None:
         s.record(f"setting {label}", "ragx index", run, contains=(key, "ragx.toml"))
 
 
+@case("settings-origin", "bad settings")
+def settings_origin(s: Suite) -> None:
+    """Issue 42, item 6: `engine = "nope"` and `model = ""` named neither the file nor the key."""
+    rest = s.toml_base.split("\n", 1)[1] if s.toml_base else ""  # the engine line of the test-hash form
+    for label, text, key in (('embeddings.engine = "nope"', '[embeddings]\nengine = "nope"\n', "embeddings.engine"),
+                             ('embeddings.model = ""', '[embeddings]\nmodel = ""\n' + rest, "embeddings.model")):
+        (s.corpus / "ragx.toml").write_text(text, encoding="utf-8")
+        runs = [(cmd, s.ragx(*args, "--root", str(s.corpus))) for cmd, args in (("ragx index", ("index",)), ("ragx query", ("query", "wings")))]
+        s.write_toml()
+        for cmd, run in runs:
+            s.record(f"setting {label}", cmd, run, contains=(key, str(s.corpus / "ragx.toml")))
+
+
 @case("toml-not-utf8", "bad settings")
 def toml_not_utf8(s: Suite) -> None:
     (s.corpus / "ragx.toml").write_bytes(s.toml_base.encode() + b"# caf\xe9\n")
@@ -807,6 +820,101 @@ def manifest_bad_value(s: Suite) -> None:
     run = s.ragx("index", "--full", "--root", str(s.corpus))
     s.record('manifest generation = "x"', "ragx index --full (the repair)", run, expect=0, check_intact=False)
     s.restore(backup)
+
+
+def _sql(s: Suite, statement: str, args: tuple = ()) -> list[tuple]:
+    con = sqlite3.connect(s.index_dir / "index.sqlite")
+    try:
+        with con:
+            return con.execute(statement, args).fetchall()
+    finally:
+        con.close()
+
+
+@case("chunk-text-edited", "corruption")
+def chunk_text_edited(s: Suite) -> None:
+    """Issue 42, item 6: a chunk's text edited inside index.sqlite passed integrity_check and
+    `status --deep`, and queries returned text that is in no file."""
+    backup = s.backup()
+    top = s.ragx("query", "wings", "--json", "--root", str(s.corpus))
+    chunk = json.loads(top.out)["results"][0]["chunk_id"]
+    _sql(s, "UPDATE chunks SET text = text || ' planted words' WHERE id = ?", (chunk,))
+    label = f"chunk {chunk}'s text edited inside index.sqlite"
+    run = s.ragx("status", "--deep", "--root", str(s.corpus))
+    s.record(label, "ragx status --deep", run, contains=("INCONSISTENT", "checksums", "ragx index --full"), one_line=False,
+             check_intact=False)
+    run = s.ragx("query", "wings", "--json", "--root", str(s.corpus))
+    s.record(label, "ragx query", run, contains=("checksums", "ragx index --full"), absent=("planted",), check_intact=False)
+    run = s.ragx("index", "--full", "--root", str(s.corpus))
+    info = s.status()
+    s.rows.append(Row(label, "ragx index --full (the repair)", run.code, run.message, None, bool(info.get("consistent")),
+                      run.code == 0 and bool(info.get("consistent"))))
+    s.restore(backup)
+
+
+def plant_infinities(index_dir: Path) -> None:
+    """+inf and -inf in two columns of every stored vector, written in place with the file's device,
+    inode, size and modification time kept: what a query trusts without hashing (verified.py)."""
+    from ragx.index.verified import record
+
+    con = sqlite3.connect(index_dir / "index.sqlite")
+    try:
+        manifest = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM manifest")}
+    finally:
+        con.close()
+    folder = index_dir / f"gen-{int(manifest['generation']):06d}"
+    record(folder, manifest["checksums"])  # the identities as the writer left them (a restored copy has new inodes)
+    st = (folder / "vectors.npy").stat()
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r+")
+    vectors[:, 0], vectors[:, 1] = np.inf, -np.inf
+    vectors.flush()
+    del vectors
+    os.utime(folder / "vectors.npy", ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@case("vectors-flip-same-identity", "corruption")
+def vectors_flip_same_identity(s: Suite) -> None:
+    """Issue 42, item 6: damage that keeps vectors.npy's inode, size and mtime leaked numpy's 2-line
+    RuntimeWarning before the error line (a query), and an index run committed it (internal error next)."""
+    backup = s.backup()
+    plant_infinities(s.index_dir)
+    label = "vectors.npy holding infinities, inode/size/mtime kept"
+    run = s.ragx("query", "wings", "--json", "--root", str(s.corpus), fresh=True)
+    s.record(label, "ragx query", run, contains=("non-finite", "ragx index --full"), absent=("Warning",), check_intact=False)
+    s.record(label, "ragx mcp: tools/call search", mcp_search(s, "wings"), expect=2, absent=("Warning",), one_line=False,
+             check_intact=False)
+    undo = _change_a_file(s)
+    run = s.ragx("index", "--root", str(s.corpus), fresh=True)
+    s.record(label, "ragx index (a file changed)", run, contains=("non-finite", "ragx index --full"), absent=("Warning",),
+             check_intact=False)
+    undo()
+    run = s.ragx("index", "--full", "--root", str(s.corpus), fresh=True)
+    s.record(label, "ragx index --full (the repair)", run, expect=0, absent=("Warning",), check_intact=False)
+    s.restore(backup)
+
+
+@case("next-chunk-id", "corruption")
+def next_chunk_id(s: Suite) -> None:
+    """Issue 42, item 6: a next_chunk_id that went back was `internal error: IndexError`; a full run
+    repairing a bad one restarted ids from 1, giving live chunks' ids to other texts."""
+    backup = s.backup()
+    for value, expect in (("3", 0), ("-4", 2), ("68719476737", 2)):
+        old = {r[0] for r in _sql(s, "SELECT id FROM chunks")}
+        _sql(s, "UPDATE manifest SET value = ? WHERE key = 'next_chunk_id'", (value,))
+        undo = _change_a_file(s)
+        run = s.ragx("index", "--root", str(s.corpus))
+        args = ("index",) if expect == 0 else ("index", "--full")
+        if expect:
+            s.record(f"next_chunk_id = {value}", "ragx index", run, contains=("next_chunk_id", "ragx index --full"),
+                     absent=("internal error",), check_intact=False)
+            run = s.ragx(*args, "--root", str(s.corpus))
+        new = {r[0] for r in _sql(s, "SELECT id FROM chunks")} - old
+        fresh = bool(new) and min(new) > max(old)
+        row = s.record(f"next_chunk_id = {value}", "ragx " + " ".join(args), run, expect=0, check_intact=False,
+                       note=f"new ids {min(new, default=0)}..{max(new, default=0)}, old ids up to {max(old)}")
+        row.ok = row.ok and fresh and s.status().get("consistent", False)
+        undo()
+        s.restore(backup)
 
 
 def _flip(path: Path, offset: int) -> None:

@@ -256,9 +256,19 @@ def corpus_queries(root: Path, n: int = 60) -> list[str]:
 
 
 def make_corpus(src: Path, root: Path, n: int) -> None:
+    """The first `n` notes (by name) of `src`: a folder of *.md files, or a BEIR folder (corpus.jsonl,
+    e.g. ../shared/data/dendron-vault), whose documents are first written as files the way
+    `ragx eval beir` writes them (ragx/eval/beir.py)."""
+    import tempfile
+
     root.mkdir(parents=True, exist_ok=True)
-    for p in sorted(src.glob("*.md"))[:n]:
-        shutil.copy(p, root / p.name)
+    with tempfile.TemporaryDirectory(prefix="race-corpus-") as scratch:
+        if (src / "corpus.jsonl").is_file():
+            from ragx.eval.beir import materialise
+
+            src = materialise(src, Path(scratch)).corpus_dir
+        for p in sorted(src.glob("*.md"))[:n]:
+            shutil.copy(p, root / p.name)
 
 
 def check_all(truth: Truth, tally: Tally) -> None:
@@ -299,7 +309,8 @@ def race(root: Path, *, cli: int, mcp: int, commits: int, parallel: int, fake: b
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, required=True, help="the corpus (this script appends to its race-notes.md)")
-    ap.add_argument("--make-corpus", type=Path, default=None, help="copy the first --files *.md of this folder into --root first")
+    ap.add_argument("--make-corpus", type=Path, default=None,
+                    help="copy the first --files *.md of this folder (or the documents of this BEIR folder) into --root first")
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--cli", type=int, default=40, help="CLI queries (ragx query --json --explain subprocesses)")
     ap.add_argument("--mcp", type=int, default=200, help="MCP searches (explain) on one warm server, at least (more while CLI queries run)")

@@ -19,6 +19,8 @@ from ...lookup import find_sorted
 from .anchors import ANCHOR_VECTOR_DTYPE, AnchorDocs
 from .schema import CHUNK_COLUMNS, INDEXED_TEXT_SQL, StoreBase
 from .temp import fill_temp, fill_temp_text, int_list
+from .text_sums import COLUMN as TEXT_SUM
+from .text_sums import check_rows, text_sums
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..arrays import Arrays
@@ -104,12 +106,13 @@ def insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
         "INSERT INTO files(id, path, size, mtime_ns, hash) VALUES (?, ?, ?, ?, ?)",
         [(nf + i, f.path, f.size, f.mtime_ns, h) for i, (f, h) in enumerate(change.files)],
     )
+    sums = text_sums([c.text for _, c in change.chunks])
     db.executemany(
-        "INSERT INTO chunks(id, file_id, ordinal, byte_start, byte_end, line_start, line_end, n_tokens, kind, text) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO chunks(id, file_id, ordinal, byte_start, byte_end, line_start, line_end, n_tokens, kind, text, text_sum) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (int(cid), nf + fi, c.ordinal, c.byte_start, c.byte_end, c.line_start, c.line_end, c.n_tokens, c.kind, c.text)
-            for cid, (fi, c) in zip(change.new_ids.tolist(), change.chunks)
+            (int(cid), nf + fi, c.ordinal, c.byte_start, c.byte_end, c.line_start, c.line_end, c.n_tokens, c.kind, c.text, s)
+            for cid, (fi, c), s in zip(change.new_ids.tolist(), change.chunks, sums)
         ],
     )
     db.executemany(
@@ -163,8 +166,11 @@ class FilesAndChunks(StoreBase):
         """Rows for `ids` in the order given, every one of them: a missing id is damage, not a gap.
 
         Result documents zip these rows with their scores; leaving one out would label a result
-        with the row of the next chunk."""
-        rows = self.chunks(ids, columns)
+        with the row of the next chunk. Rows read with their text are checked against their checksums."""
+        checked = "text" in columns and self.has_text_sums
+        rows = self.chunks(ids, (*columns, TEXT_SUM) if checked else columns)
+        if checked:  # a text edited inside the database is refused, never shown (text_sums.py)
+            check_rows(rows)
         if len(rows) != len(ids):
             missing = sorted(set(int(i) for i in ids) - {r["id"] for r in rows})
             raise CorruptIndexError(f"chunks {missing[:5]} are in the index arrays but not in the store: run `ragx index --full`")
@@ -210,6 +216,10 @@ class FilesAndChunks(StoreBase):
             return []
         fill_temp_text(self.db, "lookup_paths", paths)
         return [r[0] for r in self.db.execute("SELECT f.id FROM temp.lookup_paths t CROSS JOIN files f ON f.path = t.path ORDER BY f.id")]
+
+    def max_chunk_id(self) -> int:
+        """The largest chunk id the store holds (0 when none; the primary key's last entry)."""
+        return int(self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
 
     def next_file_id(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])

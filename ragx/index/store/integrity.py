@@ -14,6 +14,7 @@ else:  # `ragx status` reads the store without numpy (lazy.py)
 
 from ...errors import REBUILD
 from .schema import StoreBase
+from .text_sums import altered_chunks, altered_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..arrays import Arrays
@@ -99,3 +100,9 @@ class Integrity(StoreBase):
         lines = [line.strip() for row in rows for line in str(row).splitlines() if line.strip()]
         found = "; ".join(line for line in lines if not line.startswith("***")) or "; ".join(lines)  # drop SQLite's header
         return [f"the index database is damaged ({found}): {REBUILD}"]
+
+    def text_problems(self) -> list[str]:
+        """Chunk texts that differ from their checksums (`status --deep`; reads every text: O(corpus)).
+        An index from before the checksums has none to compare until its next index run."""
+        altered = altered_chunks(self.db) if self.has_text_sums else []
+        return [altered_message(altered)] if altered else []

@@ -15,6 +15,7 @@ from .. import manifest_values
 from ..fts_tokens import FTS_TOKENIZER
 from .anchors import write_anchor_blobs
 from .temp import fill_temp_text
+from .text_sums import add_text_sums, has_text_sums
 
 SCHEMA_VERSION = 1
 
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS chunks(
     line_end INTEGER NOT NULL,
     n_tokens INTEGER NOT NULL,
     kind TEXT NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    text_sum INTEGER                 -- its text's checksum (text_sums.py); NULL: written by an older ragx
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
 -- BM25 reads the postings of each generation (lexicon.py). Indexes written before them also hold
@@ -182,7 +184,11 @@ class StoreBase:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.executescript(SCHEMA)
                 self._convert_anchor_docs()
+                if not has_text_sums(self.db):
+                    add_text_sums(self.db)
             self.db.execute("SELECT count(*) FROM manifest").fetchone()
+            # False for an index from before chunk checksums, read by a reader (none to check yet)
+            self.has_text_sums = has_text_sums(self.db)
         except sqlite3.DatabaseError as exc:  # damaged, unwritable or full: one line with its remedy
             raise sqlite_error(exc, path) from None
 
