@@ -2,7 +2,7 @@
 """Indexing a code tree with syntax chunks (this source tree) against the old chunker (an older source tree).
 
     python scripts/bench/bench_code_index.py --old-tree /work/wt/base [--data ../shared/data/swe-loc]
-        [--instance pallets__flask-4045] [--rounds 2] [--work DIR] [--json]
+        [--instance pallets__flask-4045 | --tree FOLDER] [--rounds 2] [--work DIR] [--json]
 
 One swe-loc tree (the instance's tag, `git archive` of its bundle) is written out once. Each round indexes a
 fresh copy of it once with each source tree, the order alternating between rounds, each in a new process
@@ -10,7 +10,8 @@ fresh copy of it once with each source tree, the order alternating between round
 holding only the embedding model, copied from the current cache: nothing is reused between runs, and
 the two sides never share a cache. Reported per side: wall seconds, the run's own and embedding
 seconds, files and chunks; then new/old of the wall times (median over rounds) and the load average
-before and after (timing figures count only on a quiet machine).
+before and after (timing figures count only on a quiet machine). `--tree FOLDER` indexes copies of that
+folder instead (a quick check that the script works).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main() -> int:
     ap.add_argument("--old-tree", type=Path, required=True, help="source tree of the old code (e.g. a d78b077 worktree)")
     ap.add_argument("--data", type=Path, default=Path("../shared/data/swe-loc"))
     ap.add_argument("--instance", default="pallets__flask-4045")
+    ap.add_argument("--tree", type=Path, default=None, help="index copies of this folder instead of an instance's tree")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--json", action="store_true")
@@ -78,7 +80,7 @@ def main() -> int:
     if not model_dir.is_dir():
         sys.exit(f"{model_dir} not found: run `ragx index` once with this RAGX_CACHE_DIR so the model is exported")
     work = args.work or Path(tempfile.mkdtemp(prefix="ragx-bench-code-"))
-    tree = write_tree(args.data, args.instance, work)
+    tree = args.tree.resolve() if args.tree else write_tree(args.data, args.instance, work)
     sides = {"new": HERE, "old": args.old_tree.resolve()}
     runs: dict[str, list[dict]] = {"new": [], "old": []}
     load_before = os.getloadavg()
@@ -89,7 +91,7 @@ def main() -> int:
             print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr)
     load_after = os.getloadavg()
     ratio = statistics.median(n["wall"] / o["wall"] for n, o in zip(runs["new"], runs["old"]))
-    out = {"instance": args.instance, "rounds": args.rounds, "runs": runs, "wall_ratio_new_over_old": ratio,
+    out = {"tree": str(args.tree) if args.tree else args.instance, "rounds": args.rounds, "runs": runs, "wall_ratio_new_over_old": ratio,
            "load_before": load_before, "load_after": load_after}
     if args.json:
         print(json.dumps(out, indent=1))
