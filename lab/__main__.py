@@ -56,7 +56,8 @@ def cmd_cache(cfg, overrides) -> int:
 def cmd_sweep(cfg, overrides) -> int:
     import mlflow
 
-    from .sweep import IMPORTANCE, live_eval_seconds, run, save_plots, sensitivity, start_tracking, trial_params
+    from .sensitivity import sensitivity
+    from .sweep import IMPORTANCE, PARAM_TYPES, live_eval_seconds, run, save_plots, start_tracking, trial_params
 
     worker = int(option(overrides, "worker", "0"))
     trials = option(overrides, "trials", "")
@@ -76,11 +77,11 @@ def cmd_sweep(cfg, overrides) -> int:
         return 0  # no report asked, or a worker without an index (its report would need a live evaluation)
     build_name, best_params = trial_params(best.params, out["defaults"])
     space = {k: list(v) for k, v in cfg.sweep.space.items()}
-    sens = sensitivity(lambda p: out["evaluate"](p, build_name)[0], best_params, space)
+    sens = sensitivity(out["evaluate"], build_name, best_params, space, {n: PARAM_TYPES[n] in (int, "int") for n in space})
     live = {s: live_eval_seconds(builds[build_name]["corpus"], builds[build_name]["queries"], out["defaults"]) for s, builds in out["sets"].items()}
     live_s = sum(seconds for seconds, _ in live.values())
     folder = REPO / cfg.reports / cfg.optuna.study_name  # an absolute `reports` stays as it is
-    plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective)
+    plots = save_plots(study, folder, sens, best.value, cfg.sweep.objective, pooled=len(out["sets"]) > 1)
     summary = {
         "study": cfg.optuna.study_name,
         "dataset": "+".join(out["sets"]),

@@ -80,6 +80,7 @@ def _build_locked(final: Path, build) -> bool:
         try:
             if final.exists():
                 return False  # built by the worker we waited for
+            _remove_dead_builds(final)
             tmp = final.with_name(f"{final.name}.tmp-{socket.gethostname()}-{os.getpid()}")
             shutil.rmtree(tmp, ignore_errors=True)
             build(tmp)
@@ -94,6 +95,26 @@ def _build_locked(final: Path, build) -> bool:
             return True
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _remove_dead_builds(final: Path) -> None:
+    """The temporary folders of pass-cache builds killed on this host (any key: their process is gone, so
+    nothing owns them, and nothing else would ever remove them). Another machine's are left alone."""
+    marker = f".tmp-{socket.gethostname()}-"
+    for tmp in final.parent.glob(f"*{marker}*"):
+        pid = tmp.name.rsplit(marker, 1)[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
 
 
 def _fsync_tree(folder: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragx.eval.metrics import Evaluator, evaluate
+from ragx.eval.metrics import MEASURES, Evaluator, evaluate
 from ragx.eval.runner import DEPTH
 from ragx.scoring.candidates import Candidates
 from ragx.scoring.files import file_run as query_file_run
@@ -17,7 +17,7 @@ from ragx.scoring.params import Params
 from ragx.scoring.score import score
 
 from .rerank import ShortlistScorer
-from .vectorised import Layouts, vectorised_runs
+from .vectorised import Layouts, vectorised_means, vectorised_runs
 
 
 @dataclass
@@ -48,8 +48,13 @@ def rescore_means(passes: list[Candidates], many: list[Params], evaluator: Evalu
     (prepared once for every batch): the same floats as `rescore(...).means`, digit for digit.
 
     Configurations that read no rerank scores are ranked together (lab/vectorised.py, with `layouts`
-    kept by the caller across batches); reranked ones one by one through `file_run`."""
-    return [evaluator(run)[0] for run in rescore_runs(passes, many, paths, scorer, layouts)]
+    kept by the caller across batches) and measured by lab/fast_metrics.py (ir-measures' figures to
+    1e-12, without a dict per query); reranked ones one by one through `file_run` and `evaluator`."""
+    layouts = layouts if layouts is not None else Layouts(passes, paths)
+    plain = [k for k, p in enumerate(many) if scorer is None or p.rerank_weight <= 0]
+    fast = vectorised_means(layouts, [many[k] for k in plain], evaluator.qrels) if evaluator.measures is MEASURES else {}
+    done = {plain[j]: m for j, m in fast.items()}
+    return [done[k] if k in done else evaluator(file_run(passes, p, paths, scorer))[0] for k, p in enumerate(many)]
 
 
 def rescore_runs(passes: list[Candidates], many: list[Params], paths: dict[int, str], scorer: ShortlistScorer | None = None,

@@ -12,9 +12,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, cast
-
-import numpy as np
+from typing import Any, cast
 
 from ragx.eval.presets import EvalConfig
 from ragx.scoring.candidates import PassCaps, shared_bm25
@@ -27,6 +25,7 @@ from .cluster import rdb_storage
 from .configs import check_not_heldout, package_defaults, package_search_defaults, train_sets
 from .passes import load_cache
 from .rerank import shortlist_scorer
+from .sensitivity import sensitivity_plot
 from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
 
@@ -400,15 +399,6 @@ def live_eval_seconds(corpus, queries, params: Params) -> tuple[float, dict[str,
     return time.perf_counter() - started, doc["files"]["means"]["live"]
 
 
-def sensitivity(evaluate: Callable[[Params], float], best: Params, space: dict[str, list], points: int = 9) -> dict[str, list]:
-    """One knob at a time around the best setting: the objective (`evaluate`) over a grid of the knob's range."""
-    out = {}
-    for name, (lo, hi) in space.items():
-        grid = np.unique(np.round(np.linspace(lo, hi, points))).astype(int) if PARAM_TYPES[name] in (int, "int") else np.linspace(lo, hi, points)
-        out[name] = [grid.tolist(), [evaluate(best.replace(**{name: v})) for v in grid.tolist()]]
-    return out
-
-
 IMPORTANCE = "fANOVA (optuna.importance.FanovaImportanceEvaluator, seed 0)"  # the one evaluator of every importance
 
 
@@ -418,7 +408,7 @@ def importance_evaluator():
     return optuna.importance.FanovaImportanceEvaluator(seed=0)
 
 
-def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, objective: str) -> list[Path]:
+def save_plots(study, folder: Path, sens: dict[str, dict[str, list]], best_value: float, objective: str, pooled: bool = False) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -442,29 +432,5 @@ def save_plots(study, folder: Path, sens: dict[str, list], best_value: float, ob
             made.append(folder / f"{name}.png")
         except Exception as exc:  # noqa: BLE001 - a plot that cannot be drawn (too few trials) is skipped
             print(f"lab: no {name} plot ({exc})", flush=True)
-    made.append(sensitivity_plot(sens, best_value, objective, folder / "sensitivity.png"))
+    made.append(sensitivity_plot(sens, best_value, objective, pooled, folder / "sensitivity.png"))
     return made
-
-
-def sensitivity_plot(sens: dict[str, list], best_value: float, objective: str, path: Path) -> Path:
-    """One panel per knob: the objective's difference from the best trial as the knob moves alone, on
-    one shared y axis (a 0.006 dip looks as small as it is next to a 0.1 one)."""
-    import matplotlib.pyplot as plt
-
-    n, cols = len(sens), 4
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False, sharey=True)
-    for ax, (name, (grid, values)) in zip(axes.flat, sens.items()):
-        ax.plot(grid, np.asarray(values) - best_value, marker="o", ms=3)
-        ax.axhline(0.0, color="grey", lw=0.6, ls="--")
-        ax.set_title(name, fontsize=9)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    for row in axes:
-        row[0].set_ylabel(f"{objective} - best", fontsize=8)
-    fig.suptitle(f"{objective} varying one knob around the best trial ({best_value:.4f}), difference from it", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

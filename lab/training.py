@@ -24,7 +24,7 @@ from ragx.eval.metrics import Evaluator
 from ragx.scoring.params import Params
 
 from .configs import dataset_config, train_sets
-from .rescore import rescore_means
+from .rescore import rescore_means, rescore_runs
 from .vectorised import Layouts
 
 
@@ -83,6 +83,19 @@ class Objective:
                 for k, m in zip(picked, means):
                     per_set[k][s] = m
         return [self.combine(p) for p in per_set]
+
+    def per_query_many(self, many: list[Params], build: str) -> tuple[list[float], list[np.ndarray]]:
+        """Each setting's objective, and its objective per query (the metrics of the objective summed;
+        every set's queries in label order, pooled), from one re-scored batch per set."""
+        per_set: list[dict[str, dict[str, float]]] = [{} for _ in many]
+        rows: list[list[list[float]]] = [[] for _ in many]
+        for s, builds in self.sets.items():
+            d = builds[build]
+            for k, run in enumerate(rescore_runs(d["passes"], many, d["meta"]["paths"], d["scorer"], self.layouts[s, build])):
+                means, per_query = self.evaluators[s](run)
+                per_set[k][s] = means
+                rows[k].append([objective_value(per_query[q], self.objective) for q in self.qrels[s]])
+        return [self.combine(p)[0] for p in per_set], [np.concatenate(r) for r in rows]
 
     def combine(self, per_set: dict[str, dict[str, float]]) -> tuple[float, dict[str, float]]:
         """(objective, attributes) from each set's metrics (see the module docstring)."""

@@ -5,14 +5,16 @@ A trial's ranking splits into what depends on the pass's structure (RRF, propaga
 candidates and their normalised signals: `ragx.scoring.score.prepare`) and what only weighs the result
 (the signal weights, link boost, role priors, file aggregation). Trials whose structural settings agree
 (a grid's or a weights sweep's, or the knob-by-knob sensitivity points) share one `Layout`: the
-product's own `prepare` of every pass, laid end to end as one flat array with a segment per query. The
-weights of the batch are then stacked into columns, and the fused scores, chunk rankings and file
-rankings of all of them come out of a handful of 2-D numpy calls. The same IEEE operations in the same
+product's `prepare` of every pass, computed for all passes at once and laid end to end as one flat
+array with a segment per query. The weights of the batch are then stacked into columns, and the
+fused scores, chunk rankings and file rankings of all of them come out of a handful of 2-D numpy calls. The same IEEE operations in the same
 order as `ragx.scoring.score.score` and `ragx.scoring.files.rank_files`: the same floats, bit for bit
 (tests/test_lab_vectorised.py holds them equal to lab/rescore.py's per-trial path on random passes).
 
-Reranked trials (rerank_weight > 0 with rerank scores to read) keep the per-trial path: their
-shortlist, and so which cross-encoder scores exist, differs per trial.
+Every structure, even one trial's alone, is laid out for all passes at once (lab/flat.py), which
+costs less than the per-query `prepare` calls it replaces. Reranked trials (rerank_weight > 0 with
+rerank scores to read) keep the per-trial path: their shortlist, and so which cross-encoder scores
+exist, differs per trial.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import numpy as np
 from ragx.eval.runner import DEPTH
 from ragx.scoring.candidates import ROLE_DOC, ROLE_EXAMPLE, ROLE_SOURCE, ROLE_TEST, Candidates
 from ragx.scoring.params import Params
-from ragx.scoring.score import prepare
+
+from .fast_metrics import NAMES, Judged, means
+from .flat import Flat, flat_prepare, flatten
 
 # the knobs a Layout leaves free: they only weigh what the structure produced
 WEIGHTS = {"heat_weight": 0.0, "dense_weight": 0.0, "lexical_weight": 0.0, "link_weight": 0.0, "rerank_weight": 0.0,
@@ -53,48 +57,44 @@ class Layout:
     roles: np.ndarray       # N file roles
     coded: np.ndarray       # N: whether source code is among the query's candidates (role priors apply)
     gseg: np.ndarray        # G query index
+    gkeys: np.ndarray       # G: query * Flat.width + file id
     gpath: np.ndarray       # G paths (object)
     counts: np.ndarray      # per query: files it returns (at most DEPTH)
-    links: tuple[np.ndarray, np.ndarray]  # linked (query, file) pairs present among the candidates
     rerank: bool            # whether any admitted candidate holds a rerank score
+    flat: Flat
+    _links: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def links(self) -> tuple[np.ndarray, np.ndarray]:
+        """Linked (query, file) pairs present among the candidates: found the first time a trial boosts links."""
+        if self._links is None:
+            self._links = _links(self.flat, self.gkeys, self.flat.width)
+        return self._links
 
 
-def _links(files: np.ndarray, pairs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs of `ragx.scoring.score.link_boost` whose files are both candidates, as positions in `files`."""
-    if pairs is None or len(pairs) == 0 or len(files) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    a, b = np.searchsorted(files, pairs[:, 0]), np.searchsorted(files, pairs[:, 1])
-    a, b = np.minimum(a, len(files) - 1), np.minimum(b, len(files) - 1)
-    present = (files[a] == pairs[:, 0]) & (files[b] == pairs[:, 1])
-    return a[present], b[present]
-
-
-def layout(passes: list[Candidates], p: Params, paths: np.ndarray) -> Layout:
-    """The Layout of `p`'s structure: one `prepare` per pass (the product's), then concatenated.
+def layout(f: Flat, p: Params, paths: np.ndarray) -> Layout:
+    """The Layout of `p`'s structure over every pass at once (lab/flat.py: `prepare` of every pass).
     `paths`: each file id's path (an object array indexed by file id)."""
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("heat", "dense", "lexical", "nodes", "seg", "gfile", "roles", "coded", "files", "gseg", "la", "lb")}
-    offset, rerank = 0, False
-    for q, c in enumerate(passes):
-        pr = prepare(c, p)
-        cand = pr.trace.admitted
-        files, inv = np.unique(c.file_ids[cand], return_inverse=True)
-        a, b = _links(files, c.link_pairs)
-        roles = c.file_role[cand]
-        rerank = rerank or bool((~np.isnan(c.rerank[cand])).any())
-        for key, value in (("heat", pr.heat), ("dense", pr.dense), ("lexical", pr.lexical), ("nodes", c.nodes[cand]),
-                           ("seg", np.full(len(cand), q)), ("gfile", inv.reshape(-1) + offset), ("roles", roles),
-                           ("coded", np.full(len(cand), bool((roles == ROLE_SOURCE).any()))), ("files", files),
-                           ("gseg", np.full(len(files), q)), ("la", a + offset), ("lb", b + offset)):
-            parts[key].append(np.asarray(value))
-        offset += len(files)
-    flat = {k: np.concatenate(v) if v else np.empty(0) for k, v in parts.items()}
-    gseg = flat["gseg"].astype(np.int64)
-    counts = np.minimum(np.bincount(gseg, minlength=len(passes)), DEPTH)
-    gpath = paths[flat["files"].astype(np.int64)]
-    return Layout([c.qid for c in passes], flat["heat"].astype(np.float64), flat["dense"].astype(np.float64),
-                  flat["lexical"].astype(np.float64), flat["nodes"].astype(np.int64), flat["seg"].astype(np.int64),
-                  flat["gfile"].astype(np.int64), flat["roles"].astype(np.int64), flat["coded"].astype(bool), gseg, gpath, counts,
-                  (flat["la"].astype(np.int64), flat["lb"].astype(np.int64)), rerank)
+    cand, heat, dense, lexical = flat_prepare(f, p)
+    seg, files, roles = f.seg[cand], f.file_ids[cand], f.roles[cand]
+    width = f.width
+    keys, gfile = np.unique(seg * width + files, return_inverse=True)  # (query, file), by query then file id
+    gseg = keys // width
+    coded = np.zeros(f.queries, dtype=bool)
+    coded[seg[roles == ROLE_SOURCE]] = True
+    return Layout(f.qids, heat, dense, lexical, f.nodes[cand], seg, gfile.reshape(-1), roles, coded[seg], gseg, keys, paths[keys % width],
+                  np.minimum(np.bincount(gseg, minlength=f.queries), DEPTH), bool((~np.isnan(f.rerank[cand])).any()), f)
+
+
+def _links(f: Flat, keys: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`link_boost`'s pairs whose two files are both among their query's candidates, as (query, file) indexes."""
+    if not len(keys) or not len(f.pair_seg):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ka, kb = f.pair_seg * width + f.pair_a, f.pair_seg * width + f.pair_b
+    a = np.minimum(np.searchsorted(keys, ka), len(keys) - 1)
+    b = np.minimum(np.searchsorted(keys, kb), len(keys) - 1)
+    present = (keys[a] == ka) & (keys[b] == kb)
+    return a[present], b[present]
 
 
 def column(many: list[Params], name: str) -> np.ndarray:
@@ -108,8 +108,8 @@ def chunk_values(lay: Layout, many: list[Params]) -> np.ndarray:
     b, g, d = np.where(flat, 1.0, b), np.where(flat, 1.0, g), np.where(flat, 1.0, d)
     values = (b * lay.heat + g * lay.dense + d * lay.lexical) / (b + g + d)
     link = column(many, "link_weight")
-    a, z = lay.links
-    if len(a) and (link > 0).any():
+    if (link > 0).any() and len(lay.links[0]):
+        a, z = lay.links
         values = np.where(link > 0, values + link * _neighbours(lay, values, a, z)[:, lay.gfile], values)
     if lay.coded.any():
         weights = np.ones((len(many), ROLE_DOC + 1))
@@ -173,21 +173,27 @@ def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.n
     return sums, files[best_chunk].reshape(t, g)
 
 
-def runs_of(lay: Layout, values: np.ndarray, many: list[Params]) -> list[dict[str, dict[str, float]]]:
-    """One run per trial ({qid: {path: score}}, each query's top DEPTH files), as `rescore.file_run` gives."""
-    if not len(lay.nodes):
-        return [{qid: {} for qid in lay.qids} for _ in many]
+def top_files(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray]:
+    """T x K (query, file) indexes and their scores: each query's top DEPTH files in ranking order, the
+    queries one after another (query q holds lay.counts[q] of the K places)."""
     sums, by_first = file_sums(lay, values, many)
     # files by score down, ties to the file whose best chunk ranks higher (a stable sort of by_first)
     forder = np.take_along_axis(by_first, segment_order(-np.take_along_axis(sums, by_first, 1), lay.gseg), 1)
     starts = np.r_[0, np.cumsum(np.bincount(lay.gseg, minlength=len(lay.qids)))[:-1]]
-    top = np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH
+    picked = forder[:, np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH]
+    return picked, np.take_along_axis(sums, picked, 1)
+
+
+def runs_of(lay: Layout, values: np.ndarray, many: list[Params]) -> list[dict[str, dict[str, float]]]:
+    """One run per trial ({qid: {path: score}}, each query's top DEPTH files), as `rescore.file_run` gives."""
+    if not len(lay.nodes):
+        return [{qid: {} for qid in lay.qids} for _ in many]
+    picked, scores = top_files(lay, values, many)
     bounds = np.r_[0, np.cumsum(lay.counts)].tolist()
     out = []
-    for row, s in zip(forder, sums):
-        picked = row[top]
-        names, scores = lay.gpath[picked].tolist(), s[picked].tolist()
-        out.append({qid: dict(zip(names[bounds[q]:bounds[q + 1]], scores[bounds[q]:bounds[q + 1]])) for q, qid in enumerate(lay.qids)})
+    for row, s in zip(picked, scores):
+        names, values_ = lay.gpath[row].tolist(), s.tolist()
+        out.append({qid: dict(zip(names[bounds[q]:bounds[q + 1]], values_[bounds[q]:bounds[q + 1]])) for q, qid in enumerate(lay.qids)})
     return out
 
 
@@ -196,38 +202,67 @@ class Layouts:
 
     def __init__(self, passes: list[Candidates], paths: dict[int, str]) -> None:
         self.passes = passes
+        self.flat: Flat | None = None  # laid out at the first structure asked
         self.paths = np.empty(max(paths, default=-1) + 1, dtype=object)
         self.paths[list(paths)] = list(paths.values())
         self.kept: OrderedDict[Params, Layout] = OrderedDict()
+        self._judged: tuple[dict, Judged] | None = None
+
+    def judged(self, qrels: dict[str, dict[str, int]]) -> Judged:
+        """The labels arranged for these passes (lab/fast_metrics.py), once per set of labels."""
+        if self._judged is None or self._judged[0] is not qrels:
+            f = self.flatten()
+            self._judged = (qrels, Judged(f.qids, np.unique(f.seg * f.width + f.file_ids), f.width, self.paths, qrels))
+        return self._judged[1]
+
+    def flatten(self) -> Flat:
+        if self.flat is None:
+            self.flat = flatten(self.passes)
+        return self.flat
 
     def __call__(self, p: Params) -> Layout:
         key = structure(p)
         if key in self.kept:
             self.kept.move_to_end(key)
         else:
-            self.kept[key] = layout(self.passes, key, self.paths)
+            self.kept[key] = layout(self.flatten(), key, self.paths)
             while len(self.kept) > LAYOUTS:
                 self.kept.popitem(last=False)
         return self.kept[key]
 
 
-def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str, dict[str, float]]]:
-    """Position in `many` -> its run, for every trial that needs no rerank scores and shares its structure
-    with another trial of the batch (or with a kept Layout): grouped by structure, each group ranked in
-    steps of at most CELLS trials x candidates. A lone structure is left to the per-trial path, which
-    ranks it faster than a Layout is laid out."""
-    out: dict[int, dict[str, dict[str, float]]] = {}
+def _groups(layouts: Layouts, many: list[Params]):
+    """(positions in `many`, their Layout, their T x N chunk values) for every trial that needs no rerank
+    scores: grouped by structure, each group in steps of at most CELLS trials x candidates (a lone
+    structure too: laying out every pass at once costs less than preparing them one by one)."""
     groups: dict[Params, list[int]] = {}
     for k, p in enumerate(many):
         groups.setdefault(structure(p), []).append(k)
-    for key, picked in groups.items():
-        if len(picked) < 2 and key not in layouts.kept:
-            continue
+    for picked in groups.values():
         lay = layouts(many[picked[0]])
         picked = [k for k in picked if not (lay.rerank and many[k].rerank_weight > 0)]
         step = max(1, CELLS // max(1, len(lay.nodes)))
         for at in range(0, len(picked), step):
             part = picked[at:at + step]
-            params = [many[k] for k in part]
-            out.update(zip(part, runs_of(lay, chunk_values(lay, params), params)))
+            yield part, lay, chunk_values(lay, [many[k] for k in part])
+
+
+def vectorised_runs(layouts: Layouts, many: list[Params]) -> dict[int, dict[str, dict[str, float]]]:
+    """Position in `many` -> its run ({qid: {path: score}}), for every trial that needs no rerank scores."""
+    out: dict[int, dict[str, dict[str, float]]] = {}
+    for part, lay, values in _groups(layouts, many):
+        out.update(zip(part, runs_of(lay, values, [many[k] for k in part])))
+    return out
+
+
+def vectorised_means(layouts: Layouts, many: list[Params], qrels: dict[str, dict[str, int]]) -> dict[int, dict[str, float]]:
+    """Position in `many` -> its mean metrics (lab/fast_metrics.py, no run dicts), for every trial that needs no rerank scores."""
+    out: dict[int, dict[str, float]] = {}
+    for part, lay, values in _groups(layouts, many):
+        params = [many[k] for k in part]
+        if not len(lay.nodes):
+            out.update((k, dict.fromkeys(NAMES, 0.0)) for k in part)
+            continue
+        picked, scores = top_files(lay, values, params)
+        out.update(zip(part, means(layouts.judged(qrels), lay.gkeys, lay.counts, picked, scores)))
     return out

@@ -282,3 +282,22 @@ def test_cluster_workers_starting_together_never_run_past_the_budget_on_postgres
 @pytest.mark.cluster
 def test_cluster_worker_killed_mid_trial_on_postgres(cluster, tmp_path):
     check_drill(kill_drill(cluster["urls"]["RAGX_LAB_STORAGE"], tmp_path, 2.5))
+
+
+def test_folders_of_builds_killed_on_this_host_are_removed_by_the_next_build(corpus_and_queries, tmp_path):
+    corpus, queries = corpus_and_queries
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs
+    key = content_key(index_fingerprint(corpus), CAPS, code_hash(), queries)
+    host = socket.gethostname()
+    left = shared / f"tiny-train-base-{key}.tmp-{host}-{dead.pid}"
+    old_key = shared / f"tiny-train-base-0123.tmp-{host}-{dead.pid}"  # a build of an older key, killed too
+    live = shared / f"tiny-train-base-0123.tmp-{host}-{os.getpid()}"  # a live process's: kept
+    other_host = shared / f"tiny-train-base-{key}.tmp-elsewhere-{dead.pid}"  # another machine's: not ours to judge
+    for folder in (left, old_key, live, other_host):
+        folder.mkdir()
+    folder, built = shared_passes(corpus, queries, CAPS, shared, "tiny-train-base")
+    assert built and folder.exists()
+    assert not left.exists() and not old_key.exists() and live.exists() and other_host.exists()

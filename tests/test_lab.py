@@ -149,10 +149,19 @@ def test_lab_cache_and_sweep_run_end_to_end(tmp_path, monkeypatch):
     summary = json.loads((reports / "summary.json").read_text())
     assert summary["trials_in_study"] == 4 and 0 <= summary["best"]["value"] <= 1
     assert (reports / "sensitivity.png").exists()
+    for knob in summary["sensitivity"].values():  # each setting's difference from the best, inside its 95% CI
+        assert all(lo <= d <= hi for lo, d, hi in zip(knob["low"], knob["diff"], knob["high"]))
+    # the grid sampler: 2 values for each of the quick sweep's 7 knobs, 8 distinct points in one batch
+    grid = [*overrides[:-2], "optuna.study_name=tiny-grid", f"reports={tmp_path / 'reports'}", "optuna.sampler=grid", "optuna.grid_points=2"]
+    assert main(["sweep", *grid, "trials=8"]) == 0
+    import optuna
+
+    study = optuna.load_study(study_name="tiny-grid", storage=f"sqlite:///{tmp_path / 'cache' / 'optuna.db'}")
+    assert len({json.dumps(t.params, sort_keys=True) for t in study.trials}) == 8 == len({t.system_attrs["grid_id"] for t in study.trials})
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    runs = mlflow.search_runs(experiment_names=["ragx-lab"])
+    runs = mlflow.search_runs(experiment_names=["ragx-lab"], filter_string="tags.study = 'tiny-smoke'")
     assert len(runs) == 1 and runs.iloc[0]["params.dataset"] == "tiny"
     history = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "objective")
     assert sorted(m.step for m in history) == [0, 1, 2, 3]

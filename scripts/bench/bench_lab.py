@@ -1,7 +1,7 @@
 """Offline trials against live evaluations on one dataset split: trials per second and the ratio, same machine, one run.
 
     RAGX_CACHE_DIR=/work/cache/ragx RAGX_LAB_CACHE=/work/cache/lab RAGX_DATA=/work/shared/data \\
-        nice -n 10 .venv/bin/python scripts/bench/bench_lab.py --dataset scifact --split train --trials 320
+        nice -n 10 .venv/bin/python scripts/bench/bench_lab.py --dataset scifact --split train --trials 320 --sampler tpe,grid
 
 Live: `live_eval_seconds`, the whole `ragx eval` path for one configuration (a retrieval pass per query,
 scoring, metrics) with the current defaults, timed `--live` times (the median is used). Offline: a real
@@ -29,27 +29,35 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="scifact")
     ap.add_argument("--split", default="train")
-    ap.add_argument("--trials", type=int, default=320)
+    ap.add_argument("--trials", type=int, default=320, help="offline trials per sampler")
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--sampler", default="tpe", choices=["tpe", "random", "qmc", "grid"])
-    ap.add_argument("--grid-points", type=int, default=5, help="values per knob with --sampler grid")
+    ap.add_argument("--sampler", default="tpe", help="tpe, random, qmc or grid, or several joined by commas (each its own fresh study, one live figure)")
+    ap.add_argument("--grid-points", type=int, default=5, help="values per knob with the grid sampler")
     ap.add_argument("--sweep", default="default", help="a configs/sweep/ name (the space and builds; only its base build is used)")
     ap.add_argument("--live", type=int, default=2, help="live evaluations to time (the median is reported)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
+    samplers = [s.strip() for s in args.sampler.split(",") if s.strip()]
+    unknown = [s for s in samplers if s not in ("tpe", "random", "qmc", "grid")]
+    if unknown or not samplers:
+        print(f"bench_lab: --sampler {args.sampler!r}: tpe, random, qmc or grid (comma-separated)", file=sys.stderr)
+        return 2
 
     from lab.configs import compose, package_defaults
     from lab.sweep import live_eval_seconds, load_passes, run
     from lab.training import load_training
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-lab-"))
-    overrides = [f"dataset={args.dataset}", f"split={args.split}", f"sweep={args.sweep}", "sweep.builds=[{name: base, settings: {}}]",
-                 f"optuna.storage=sqlite:///{scratch / 'optuna.db'}", f"optuna.batch={args.batch}", f"optuna.sampler={args.sampler}", f"optuna.grid_points={args.grid_points}",
-                 f"optuna.study_name=bench-{os.getpid()}", f"mlflow.tracking_uri=sqlite:///{scratch / 'mlflow.db'}",
-                 f"mlflow.artifacts={scratch / 'artifacts'}"]
-    cfg = compose(overrides)
+    load_before = os.getloadavg()
+
+    def config(sampler: str):
+        return compose([f"dataset={args.dataset}", f"split={args.split}", f"sweep={args.sweep}", "sweep.builds=[{name: base, settings: {}}]",
+                        f"optuna.storage=sqlite:///{scratch / 'optuna.db'}", f"optuna.batch={args.batch}", f"optuna.sampler={sampler}",
+                        f"optuna.grid_points={args.grid_points}", f"optuna.study_name=bench-{os.getpid()}-{sampler}",
+                        f"mlflow.tracking_uri=sqlite:///{scratch / 'mlflow.db'}", f"mlflow.artifacts={scratch / 'artifacts'}"])
+
     started = time.perf_counter()
-    sets = load_training(cfg, load_passes)  # builds the pass cache if missing
+    sets = load_training(config(samplers[0]), load_passes)  # builds the pass cache if missing
     data = next(iter(sets.values()))["base"]
     print(f"passes: {len(data['passes'])} queries, ready in {time.perf_counter() - started:.1f} s "
           f"(computed once in {data['meta']['seconds']:.1f} s)", flush=True)
@@ -58,17 +66,20 @@ def main(argv: list[str]) -> int:
     live_s = statistics.median(live)
     print(f"live: one evaluation of {args.dataset} {args.split} ({len(queries)} queries): {live_s:.2f} s "
           f"(median of {args.live}: {', '.join(f'{s:.2f}' for s in live)})", flush=True)
-    out = run(cfg, n_trials=args.trials, sets=sets)  # the passes loaded above (one code version for the whole run)
-    per_trial = out["seconds"] / out["trials"]
-    figures = {"dataset": args.dataset, "split": args.split, "queries": len(queries), "live_seconds": live_s,
-               "live_trials_per_s": 1 / live_s, "offline_trials": out["trials"], "offline_seconds": out["seconds"],
-               "offline_trials_per_s": 1 / per_trial, "ratio": live_s / per_trial, "batch": args.batch, "sampler": args.sampler,
-               "load_average": os.getloadavg()}
-    print(f"offline: {out['trials']} trials in {out['seconds']:.2f} s, {per_trial * 1000:.1f} ms per trial "
-          f"(sampling, re-scoring, Optuna SQLite and MLflow SQLite writes; batch {args.batch}, sampler {args.sampler})")
-    print(f"trials/s: live {1 / live_s:.3f}, offline {1 / per_trial:.1f}; offline is {live_s / per_trial:.0f}x live per trial")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    figures = {"dataset": args.dataset, "split": args.split, "queries": len(queries), "live_seconds": live_s, "live_runs": live,
+               "live_trials_per_s": 1 / live_s, "batch": args.batch, "sweep": args.sweep, "load_average_before": load_before, "offline": {}}
+    for sampler in samplers:
+        out = run(config(sampler), n_trials=args.trials, sets=sets)  # the passes loaded above (one code version for the whole run)
+        per_trial = out["seconds"] / out["trials"]
+        figures["offline"][sampler] = {"trials": out["trials"], "seconds": out["seconds"], "trials_per_s": 1 / per_trial,
+                                       "ratio": live_s / per_trial, "load_average": os.getloadavg()}
+        print(f"offline, {sampler}: {out['trials']} trials in {out['seconds']:.2f} s, {per_trial * 1000:.1f} ms per trial "
+              f"(sampling, re-scoring, Optuna SQLite and MLflow SQLite writes; batch {args.batch}); "
+              f"trials/s: live {1 / live_s:.3f}, offline {1 / per_trial:.1f}; offline is {live_s / per_trial:.0f}x live per trial", flush=True)
+    figures["load_average_after"] = os.getloadavg()
+    print(f"load average: before {' '.join(f'{x:.2f}' for x in load_before)}, after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 
