@@ -9,8 +9,16 @@ three), on a grid fixed beforehand; the choice maximises pooled TRAIN Acc@5, tie
 then to the weight nearest 1 (the smallest change). Each w is shown with its paired test against w = 1
 (ragx/eval/stats.py), pooled and with each train repository left out. Test instances are never read.
 
-    PYTHONPATH=. python research/2026-12-05-swe-loc-priors.py pool A.json [B.json ...]    pooled tables
-    PYTHONPATH=. python research/2026-12-05-swe-loc-priors.py priors A.json [B.json ...]  the grid on train
+The grid re-weights the rankings of the configuration without priors (`default-noprior`: the default
+with prior_test = prior_example = prior_doc = 1) when the document has it, so a weight is never applied
+twice; documents from before it re-weight `default`. `configs` sets every variant of the run against the
+default on the TRAIN instances (paired randomization test, Benjamini-Hochberg across the variants per
+metric): the candidate budget (`hybrid`: the graph preset's budget, `default-wide`: 200 + 200 seeds),
+file aggregation (`default-fc2`, `default-fc3`) and the priors (`default-noprior`).
+
+    PYTHONPATH=. python research/2026-12-05-swe-loc-priors.py pool A.json [B.json ...]     pooled tables
+    PYTHONPATH=. python research/2026-12-05-swe-loc-priors.py priors A.json [B.json ...]   the grid on train
+    PYTHONPATH=. python research/2026-12-05-swe-loc-priors.py configs A.json [B.json ...]  variants vs default, train
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ import numpy as np
 from ragx.eval.metrics import CODE_HEADLINE, evaluate
 from ragx.eval.snapshot_run import pool
 from ragx.eval.snapshots import load_instances
-from ragx.eval.stats import paired
+from ragx.eval.stats import correct, paired
 from ragx.ingest.file_roles import OTHER, SOURCE, role_of
 
 GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 CONFIG = "default"
+NO_PRIOR = "default-noprior"   # the default with every role weight at 1: the grid's base when present
 
 
 def repositories(paths: list[str]) -> tuple[list[dict], dict[str, tuple[str, ...]]]:
@@ -47,10 +56,11 @@ def reweighted(top: dict[str, float], w: float) -> dict[str, float]:
 
 
 def per_instance(repos: list[dict], gold: dict[str, tuple[str, ...]], w: float) -> dict[str, dict[str, float]]:
-    """instance -> code metrics of the default re-weighted by w (train instances only)."""
+    """instance -> code metrics of the no-prior default re-weighted by w (train instances only)."""
     out = {}
     for repo in repos:
-        for qid, top in repo["top_files"][CONFIG].items():
+        base = NO_PRIOR if NO_PRIOR in repo["top_files"] else CONFIG
+        for qid, top in repo["top_files"][base].items():
             if qid not in gold:  # a test instance: never read
                 continue
             out[qid] = evaluate({qid: {p: 1 for p in gold[qid]}}, {qid: reweighted(top, w)}, "code")[1][qid]
@@ -74,6 +84,26 @@ def table(repos: list[dict], gold: dict[str, tuple[str, ...]]) -> None:
         print(f"{w:>4} " + " ".join(f"{c:>16}" for c in cells) + "   " + ", ".join(f"{h:.3f}" for h in held))
 
 
+def variants(repos: list[dict], gold: dict[str, tuple[str, ...]]) -> None:
+    """Every configuration of the run against the default, on the train instances only."""
+    rows = {cfg: {q: m for r in repos for q, m in r["files"]["per_query"][cfg].items() if q in gold}
+            for cfg in repos[0]["files"]["per_query"]}
+    qids = sorted(rows[CONFIG])
+    others = [c for c in rows if c != CONFIG]
+    found: dict[str, dict] = {c: {} for c in others}
+    for m in CODE_HEADLINE:
+        ref = np.array([rows[CONFIG][q][m] for q in qids])
+        for c in others:
+            found[c][m] = paired(np.array([rows[c][q][m] for q in qids]), ref)
+        correct([found[c][m] for c in others])
+    print(f"train, {len(qids)} instances; each cell: mean (config - default, p, BH p)")
+    print(f"{'default':>16} " + " ".join(f"{np.mean([rows[CONFIG][q][m] for q in qids]):>30.3f}" for m in CODE_HEADLINE))
+    for c in others:
+        cells = [f"{np.mean([rows[c][q][m] for q in qids]):.3f} ({x.diff:+.3f} p{x.p:.3f} BH{x.p_adjusted:.2f})"
+                 for m, x in found[c].items()]
+        print(f"{c:>16} " + " ".join(f"{cell:>30}" for cell in cells))
+
+
 def main(argv: list[str]) -> None:
     what, paths = argv[0], argv[1:]
     repos, gold = repositories(paths)
@@ -85,6 +115,8 @@ def main(argv: list[str]) -> None:
                 print(split, {cfg: {m: round(v, 4) for m, v in means.items()} for cfg, means in d["files"]["means"].items()})
     elif what == "priors":
         table(repos, gold)
+    elif what == "configs":
+        variants(repos, gold)
     else:
         raise SystemExit(__doc__)
 
