@@ -25,7 +25,7 @@ from ..lookup import find_sorted
 BLOCK_ROWS = 512  # rows per matrix product: 512 x 100k float32 = 200 MB at most
 # Rows x chunks above which top_k_lists asks the HNSW index (when given one) instead of comparing
 # every pair: 4e8 is ~20k chunks for a full build (SciFact's 10,753 stay exact); an incremental run
-# takes the same route as a full build of its size (repair.EXACT_MAX_CHUNKS).
+# takes the HNSW route from a far smaller size, where it was measured cheaper (repair.EXACT_MAX_CHUNKS).
 EXACT_MAX_PAIRS = 400_000_000
 ANN_BLOCK = 4096  # rows per batched HNSW query: the candidate vectors are 4096 x 17 x 384 float32 = 107 MB
 

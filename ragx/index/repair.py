@@ -9,14 +9,14 @@ Which lists change, exactly as a full rebuild would have them:
   their weakest neighbour (or a list not yet full). Only old chunks within `min_sim` of a new chunk
   can gain, so only their lists are read.
 While the index holds at most EXACT_MAX_CHUNKS chunks the lists and the gaining test compare with
-every chunk (as a full build of that size does: the repaired lists equal a full rebuild's); above it
-both ask the HNSW index, as a full build of that size does: the gaining test then checks the old
-chunks among each new chunk's REVERSE_CANDIDATES nearest.
+every chunk (the repaired lists equal a full rebuild's); above it both ask the HNSW index: the gaining
+test then checks the old chunks among each new chunk's REVERSE_CANDIDATES nearest. Full builds compare
+exactly up to ~20k chunks (graph.EXACT_MAX_PAIRS); an incremental run takes the HNSW route from far
+lower, where it was measured cheaper (below).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,16 +25,19 @@ import numpy as np
 from ..errors import CorruptIndexError
 from ..lookup import find_sorted
 from .communities import NO_COMMUNITY
-from .graph import BLOCK_ROWS, EXACT_MAX_PAIRS, Adjacency, Graph, approximate_top_k_lists, pair_weights, top_k_lists, undirected
+from .graph import BLOCK_ROWS, Adjacency, Graph, approximate_top_k_lists, pair_weights, top_k_lists, undirected
 from .store import Store
 from .verified import HINT
 
-# Chunks above which an incremental run asks the HNSW index instead of comparing with every chunk:
-# where a full build does too (graph.EXACT_MAX_PAIRS = chunks x chunks). The exact route widens every
-# stored float16 vector, whatever the change; the HNSW route reads the candidates' alone. Measured on a
-# one-file edit (bench_scale corpora, 20 rows, the two routes interleaved, load ~33 on 2 cores): graph
-# stage at 100k chunks 2.5-3.6 s exact against 0.07-0.21 s HNSW; at 10k 0.21-0.40 s against 0.09-0.25 s.
-EXACT_MAX_CHUNKS = math.isqrt(EXACT_MAX_PAIRS)
+# Chunks above which an incremental run asks the HNSW index instead of comparing with every chunk. The
+# exact route widens every stored float16 vector, whatever the change; the HNSW route reads the
+# candidates' alone. Graph stage of a one-file edit, medians of 4 per route, routes interleaved on one
+# index (scripts/bench/bench_repair_route.py, 2026-12-05, load 1-18 on 2 cores): 1k chunks 157 ms exact
+# against 96 ms HNSW, 2k 233/215, 5k 312/230, 10k 425/207, 20k 741/335 (100k, earlier: 2.5-3.6 s against
+# 0.07-0.21 s). No size measured was cheaper exactly, so the HNSW route starts at the smallest measured;
+# after its edits every list at 5k, 10k and 20k still equalled the exact one (bench_scale `_recall` of
+# every chunk: recall 1.0). At or below this the lists stay exactly a full rebuild's.
+EXACT_MAX_CHUNKS = 1_000
 ROUNDS = 3  # label-propagation rounds for new chunks whose neighbours are new too
 
 

@@ -7,8 +7,12 @@
 #   sudo bash scripts/check/read_only_demo.sh [RAGX] [NOTES_DIR]
 # RAGX: the ragx executable (default: .venv/bin/ragx); NOTES_DIR: a folder of *.md notes (default: the
 # repository's docs/). PYTHONPATH, if set, is passed on (a worktree's code run by a shared venv).
+# NOBODY_RAGX: the ragx the non-root user runs (default RAGX), for a venv whose interpreter that user
+# cannot reach (e.g. a pyenv python under /root): a launcher using the system python3.11 and the
+# venv's site-packages does.
 set -u
 RAGX=${1:-$(pwd)/.venv/bin/ragx}
+NOBODY_RAGX=${NOBODY_RAGX:-$RAGX}
 NOTES=${2:-$(pwd)/docs}
 WORK=$(mktemp -d /tmp/ragx-read-only-XXXXXX)
 chmod 755 "$WORK"
@@ -38,13 +42,13 @@ for side in user mount; do
     mkdir -p "$C" "$WORK/home" && cp "$NOTES"/*.md "$C"/ && chown -R nobody "$C" "$WORK/home"
     echo "== $side: $C ($(ls "$C" | wc -l) notes)"
     if [ "$side" = user ]; then
-        show "nobody: ragx index" "${AS_NOBODY[@]}" "$RAGX" index --root "$C"
+        show "nobody: ragx index" "${AS_NOBODY[@]}" "$NOBODY_RAGX" index --root "$C"
         show "nobody: chmod -R a-w .ragx" "${AS_NOBODY[@]}" chmod -R a-w "$C/.ragx"
         echo "   files beside index.sqlite: $(ls "$C/.ragx" | grep 'index.sqlite-' | tr '\n' ' ' || true)"
-        show "nobody: ragx query" "${AS_NOBODY[@]}" "$RAGX" query "how do I search my notes" --root "$C"
-        show "nobody: ragx status" "${AS_NOBODY[@]}" "$RAGX" status --root "$C"
-        show "nobody: ragx mcp, tools/call search" mcp_search "${AS_NOBODY[@]}" "$RAGX" mcp --root "$C"
-        show "nobody: ragx index (must refuse: exit 2)" "${AS_NOBODY[@]}" "$RAGX" index --root "$C"
+        show "nobody: ragx query" "${AS_NOBODY[@]}" "$NOBODY_RAGX" query "how do I search my notes" --root "$C"
+        show "nobody: ragx status" "${AS_NOBODY[@]}" "$NOBODY_RAGX" status --root "$C"
+        show "nobody: ragx mcp, tools/call search" mcp_search "${AS_NOBODY[@]}" "$NOBODY_RAGX" mcp --root "$C"
+        show "nobody: ragx index (must refuse: exit 2)" "${AS_NOBODY[@]}" "$NOBODY_RAGX" index --root "$C"
     else
         show "root: ragx index" env RAGX_RC=/nonexistent "$RAGX" index --root "$C"
         mount --bind "$C/.ragx" "$C/.ragx" && mount -o remount,bind,ro "$C/.ragx"
