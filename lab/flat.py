@@ -123,17 +123,17 @@ def propagated(f: Flat, p: Params, fused_: np.ndarray) -> tuple[np.ndarray, np.n
         if len(dst) == 0:
             break
         contrib = heat[src] * f.weight[eidx] * p.decay
-        order = np.lexsort((f.nodes[src], -contrib, dst))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = dst[order][1:] != dst[order][:-1]
-        best = order[first]
-        ranked = best[np.lexsort((f.nodes[dst[best]], -contrib[best], f.seg[dst[best]]))]
-        segs = f.seg[dst[ranked]]
+        # each neighbour's best contribution (which parent gave it, propagate's tie-break, does not
+        # change the heat: the layout needs no parents), then each query's hottest max_frontier
+        top = np.full(n, -np.inf)
+        np.maximum.at(top, dst, contrib)
+        reached = np.flatnonzero(top > -np.inf)
+        ranked = reached[np.lexsort((f.nodes[reached], -top[reached], f.seg[reached]))]
+        segs = f.seg[ranked]
         at = np.flatnonzero(np.r_[True, segs[1:] != segs[:-1]])
         rank = np.arange(len(ranked)) - np.repeat(at, np.diff(np.r_[at, len(ranked)]))
-        best = ranked[rank < p.max_frontier]
-        d = dst[best]
-        heat[d], hop[d] = contrib[best], h
+        d = ranked[rank < p.max_frontier]
+        heat[d], hop[d] = top[d], h
         frontier = np.sort(d)
     return heat, hop
 

@@ -19,6 +19,8 @@ def _tree(root):
     (root / ".gitignore").write_text("ignored/\n")
     (root / "sub" / ".gitignore").write_text("b4.py\n")
     (root / "image.bin").write_bytes(b"\0\1\2")
+    (root / "md").write_text("a name that is an extension: not a default type\n")
+    (root / "UPPER.MD").write_text("an upper-case extension: a default type\n")
     os.symlink(root / "a0.md", root / "link-to-a0.md")  # a link to an indexed file: not a second file
     os.symlink(root / "ignored" / "c0.md", root / "link-to-c0.md")  # a link to a file the walk leaves out: kept
 
@@ -31,6 +33,7 @@ def test_the_shortcut_finds_what_the_plain_walk_finds(tmp_path):
     cut = discover(tmp_path, known=known, known_until_ns=since, unchanged_of=known)
     assert sorted(cut.unchanged + [f.path for f in cut.files]) == [f.path for f in plain.files]
     assert "a0.md" in cut.unchanged and "sub/b0.py" in cut.unchanged  # (sub/ has its own ignore rules)
+    assert "UPPER.MD" in cut.unchanged and "md" not in cut.unchanged
     assert [f.path for f in cut.files] == ["link-to-c0.md"]  # links always take the general route
     assert cut.skipped == plain.skipped and cut.problems == plain.problems
 

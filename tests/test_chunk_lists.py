@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import HashEmbedder, make_corpus
+from fakes import make_corpus
+from test_stored_vectors import _gen, _index  # the same index run and generation folder
 
 from ragx.api import Corpus
-from ragx.config import load_settings
 from ragx.index import stored_vectors, verified
-from ragx.index.build import run_index
 from ragx.index.chunk_lists import read_chunk_lists
 from ragx.index.snapshot import Snapshot
 from ragx.index.store import Store
@@ -22,17 +21,6 @@ from ragx.index.verified import CHUNKS, CHUNKS_DELTA, file_checksum
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # conftest's: every embedder is the hash fake
 QUERY = "telescope orbit comet"
-
-
-def _index(root: Path, full: bool = False):
-    return run_index(root, load_settings(root), HashEmbedder(), full=full)
-
-
-def _gen(root: Path) -> Path:
-    db = sqlite3.connect(root / ".ragx" / "index.sqlite")
-    gen = int(db.execute("SELECT value FROM manifest WHERE key = 'generation'").fetchone()[0])
-    db.close()
-    return root / ".ragx" / f"gen-{gen:06d}"
 
 
 def _edit(root: Path, n: int) -> None:

@@ -66,3 +66,31 @@ def test_prose_and_identifiers_give_the_terms_of_their_words_and_names():
     assert "parsearg" not in bm25_terms("parse the args")
     assert {"parsearg", "pars", "arg"} <= set(bm25_terms("what does parse_args return"))
     assert {"parsearg", "pars", "arg"} <= set(bm25_terms("what does parseArgs return"))
+
+
+def _anchor_files(corpus, question: str) -> set[str]:
+    """The files among a query's candidates that anchor evidence reaches."""
+    searcher = corpus.searcher
+    c = searcher.candidates(question, corpus.settings.search)
+    with searcher.reading():
+        paths = searcher.store.file_paths_of(np.unique(c.file_ids).tolist())
+    return {paths[int(f)] for f, s in zip(c.file_ids, c.anchor_sim) if not np.isnan(s)}
+
+
+def test_a_warm_searcher_sees_the_anchors_a_new_generation_adds(tmp_path, fake_model):
+    """The targets anchor documents are kept for are read once per generation: a link written later
+    (another process's index run) reaches its target in the next query of the same searcher."""
+    from ragx.api import Corpus
+
+    note = "---\ntitle: {}\n---\n\n{}\n"
+    (tmp_path / "hub.md").write_text(note.format("Hub", "For the budget review read [[sheet]]."))
+    (tmp_path / "sheet.md").write_text(note.format("Sheet", "Columns: cost centre, owner, amount."))
+    (tmp_path / "garden.md").write_text(note.format("Garden", "Roses and tulips."))
+    (tmp_path / "ragx.toml").write_text("[search]\nmin_dense_evidence = 0.0\nmin_lexical_evidence = 0.0\n")
+    Corpus.open(tmp_path).index()
+    corpus = Corpus.open(tmp_path)
+    assert _anchor_files(corpus, "budget review roses") == {"sheet.md"}
+    (tmp_path / "plants.md").write_text(note.format("Plants", "The spring planting plan is in [[garden]]."))
+    Corpus.open(tmp_path).index()
+    assert _anchor_files(corpus, "budget review roses") == {"sheet.md", "garden.md"}
+    corpus.close()

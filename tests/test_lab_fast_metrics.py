@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_lab_vectorised import random_pass, random_trials
+from test_lab_vectorised import random_case
 
 from lab.rescore import file_run
 from lab.vectorised import Layouts, vectorised_means
@@ -28,14 +28,12 @@ def labels_for(rng: np.random.Generator, qids: list[str], paths: dict[int, str])
 
 @pytest.mark.parametrize("seed", range(8))
 def test_kernel_means_equal_ir_measures(seed):
-    rng = np.random.default_rng(seed)
-    passes = [random_pass(rng, f"q{i}", coded=i % 2 == 0) for i in range(30)]
+    passes, many = random_case(seed, 30, 12)
     # names whose byte order is not the id order; upper and lower case mixed
     paths = {f: f"{'AbZa'[f % 4]}/{(f * 7919) % 101:03d}-{chr(97 + f % 26)}.md" for f in range(100)}
-    qrels = labels_for(rng, [c.qid for c in passes], paths)
+    qrels = labels_for(np.random.default_rng(seed + 1000), [c.qid for c in passes], paths)
     for c in passes:  # coarse scores: many files tie
         c.qsim = np.round(c.qsim, 0).astype(np.float32)
-    many = random_trials(rng, 12)
     got = vectorised_means(Layouts(passes, paths), many, qrels)
     evaluator = Evaluator(qrels)
     for k, p in enumerate(many):

@@ -58,12 +58,17 @@ def random_trials(rng: np.random.Generator, count: int) -> list:
     return out
 
 
+def random_case(seed: int, queries: int, trials: int) -> tuple[list[Candidates], list]:
+    """`queries` random passes (every other one with source code among its files) and `trials` random trials."""
+    rng = np.random.default_rng(seed)
+    passes = [random_pass(rng, f"q{i}", coded=i % 2 == 0) for i in range(queries)]
+    return passes, random_trials(rng, trials)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_vectorised_runs_equal_the_per_trial_path_bit_for_bit(seed):
-    rng = np.random.default_rng(seed)
-    passes = [random_pass(rng, f"q{i}", coded=i % 2 == 0) for i in range(25)]
+    passes, many = random_case(seed, 25, 24)
     paths = {f: f"file-{f}.py" for f in range(100)}
-    many = random_trials(rng, 24)
     assert len({structure(p) for p in many}) > 1  # several groups in one batch
     runs = vectorised_runs(Layouts(passes, paths), many)
     assert sorted(runs) == list(range(len(many)))

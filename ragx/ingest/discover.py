@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ragx.ingest.content_hash import hash_bytes
-from ragx.ingest.filetypes import PDF_UNAVAILABLE, is_default_name, is_pdf, pdf_readable
+from ragx.ingest.filetypes import EXTENSION_KINDS, PDF_UNAVAILABLE, is_default_name, is_pdf, pdf_readable
 
 if TYPE_CHECKING:  # pathspec (~11 ms to import) loads only for a .gitignore or include/exclude globs
     from pathspec import GitIgnoreSpec
@@ -455,7 +455,12 @@ class _Walker:
         link), no ignore rules or globs in force, a default type, as `unchanged_of` holds it (same size
         and mtime, inode unchanged since known_until_ns): recorded by path alone. False: the general
         rules decide (visit_file: the same test, and every other case)."""
-        if not name.isascii() or not entry.is_file(follow_symlinks=False) or not is_default_name(name):
+        if not name.isascii() or not entry.is_file(follow_symlinks=False):
+            return False
+        # A default extension makes a default type whatever the name (one set lookup; 0.4 s of a profiled
+        # 2.3 s walk of 100,000 files went to is_default_name); anything else asks it.
+        dot = name.rfind(".")
+        if not (dot > 0 and name[dot + 1 :] in EXTENSION_KINDS) and not is_default_name(name):
             return False
         rel = rel_prefix + name
         if rel_prefix == "" and rel in ROOT_SKIPPED_FILES:

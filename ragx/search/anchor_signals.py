@@ -3,10 +3,11 @@
 Anchors (ragx/ingest/anchors.py) are stored with their targets as written; every target has one anchor
 document (`anchor_docs`, its BM25 text in `anchor_fts`). Here the targets are resolved for the
 candidates' files only, by the link rules of ragx/search/link_edges.py: a target names a file by its
-path from the root or, for a wikilink written by name, by the file name at the end of its path. Three
-indexed reads: the candidates' paths, the anchor documents those paths and names name (a row each,
-holding all its anchors' vectors), and the query's BM25 over those documents (statistics over every
-anchor document of the index).
+path from the root or, for a wikilink written by name, by the file name at the end of its path. At
+most two indexed reads: the anchor documents those paths and names name (a row each, holding all its
+anchors' vectors), and the query's BM25 over those documents (statistics over every anchor document
+of the index); none when no target is among them. The paths and the set of targets come from the
+searcher's GenerationFiles, read once per index generation.
 
 Per candidate node, of its file: the best cosine of the query to an anchor (NaN: no anchor) and the
 best BM25 of an anchor document (0: none, or no term matched). Scoring mixes them in
@@ -15,12 +16,11 @@ best BM25 of an anchor document (0: none, or no term matched). Scoring mixes the
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import numpy as np
 
 from ..index.store import Store
 from ..lookup import unique_ids
+from .generation_files import GenerationFiles
 from .lexical import fts5_any, query_words
 
 
@@ -37,18 +37,23 @@ def _equal_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def anchor_signals(store: Store, query: str, file_ids: np.ndarray, query_vec: np.ndarray,
-                   file_paths: Callable[[Sequence[int]], dict[int, str]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(anchor cosine, anchor BM25) per node whose file is `file_ids[i]`. `file_paths`: where the files'
-    paths are read (a searcher's per-generation GenerationFiles.paths; default the store)."""
+                   known: GenerationFiles | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(anchor cosine, anchor BM25) per node whose file is `file_ids[i]`. `known`: the searcher's paths
+    and anchor targets of this generation (default: read from the store for this call)."""
     sim = np.full(len(file_ids), np.nan, dtype=np.float32)
     lexical = np.zeros(len(file_ids))
-    if len(file_ids) == 0 or not store.has_anchors():
+    known = known or GenerationFiles(store)
+    anchored = known.anchor_targets() if len(file_ids) else frozenset()
+    if not anchored:
         return sim, lexical
     files = unique_ids(np.asarray(file_ids, dtype=np.int64))
-    paths = (file_paths or store.file_paths_of)(files.tolist())
+    paths = known.paths(files.tolist())
     path = [paths[f] for f in files.tolist()]
     name = [p.rsplit("/", 1)[-1] for p in path]
-    docs = store.anchor_docs_named(sorted(set(path) | set(name)))
+    named = (set(path) | set(name)) & anchored  # only these can have an anchor document
+    if not named:
+        return sim, lexical
+    docs = store.anchor_docs_named(sorted(named))
     if not len(docs.ids):
         return sim, lexical
     doc_ids, row_doc, row_wiki = docs.ids, docs.row_doc, docs.row_wiki  # sorted ids; rows' positions in them

@@ -1,10 +1,13 @@
-"""What queries read of one generation's files, each read from the store once: paths and roles.
+"""What queries read of one generation's files, each read from the store once: paths, roles, and the
+targets anchor documents are kept for.
 
 Every query needs the paths of its candidates' files (anchor evidence resolves links by path; the role
 prior weighs a file by the role its path gives it: ragx/ingest/file_roles.py). A generation's file ids
 keep their paths (a file that moves is a deleted id and a new one, and a deletion makes a new
 generation), so a searcher keeps one `GenerationFiles` per generation and reads only the files no
-earlier query of that generation had among its candidates: a warm server reads none at all.
+earlier query of that generation had among its candidates: a warm server reads none at all. The
+anchor targets (as many as the linked-to files at most) are read on the first query that needs them,
+so a query whose files no link names asks the store for no anchor document.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ class GenerationFiles:
         self._store = store
         self._paths: dict[int, str] = {}
         self._roles = np.empty(0, np.int8)  # by file id; UNREAD until read
+        self._anchor_targets: frozenset[str] | None = None
+
+    def anchor_targets(self) -> frozenset[str]:
+        """The paths and names anchor documents are kept for (none when the index has no anchor evidence)."""
+        if self._anchor_targets is None:
+            if not self._store.has_anchors():
+                return frozenset()  # asked again by the next query: a writer may convert an older index's anchors meanwhile
+            self._anchor_targets = frozenset(self._store.anchor_targets())
+        return self._anchor_targets
 
     def paths(self, file_ids: Sequence[int]) -> dict[int, str]:
         """File id -> path for `file_ids`, ids without a file row left out (as Store.file_paths_of)."""

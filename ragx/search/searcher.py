@@ -163,7 +163,7 @@ class Searcher:
         allowed = allowed_rows(snap.file_ids, allowed_files(self.store, filters)) if filters.active else None
         c = retrieval_pass(query, qvecs, variants, snap, self.store, caps, allowed)
         c.link_pairs = file_link_pairs(self.store, c.file_ids) if link_edges else NO_PAIRS
-        c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0], self.files.paths)
+        c.anchor_sim, c.anchor_lexical = anchor_signals(self.store, c.query, c.file_ids, qvecs[0], self.files)
         c.file_role = self.files.roles(c.file_ids)
         return c
 

@@ -21,7 +21,7 @@ import ragx.search.searcher as searcher_module
 from ragx.api import Corpus
 
 
-def _without(store, query, file_ids, query_vec):
+def _without(store, query, file_ids, query_vec, known=None):
     return np.full(len(file_ids), np.nan, np.float32), np.zeros(len(file_ids))
 
 

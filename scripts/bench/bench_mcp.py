@@ -14,8 +14,9 @@ be read as a ratio against the interpreter's own start on the machine as it was 
 `--old-tree DIR` runs a source tree's code (e.g. `git archive <commit> | tar -x -C DIR`) as a third,
 interleaved side ("old"), started the same way as "new" (this venv; PYTHONPATH = the tree).
 
-Then, in one server per side, `--warm` searches one after another, `--settle` seconds after a first one
-(not timed): the warm search p50 / p95 / mean.
+Then, in one server per side (all open at once), `--warm` searches, `--settle` seconds after a first one
+(not timed) and once no server has used CPU for a second, each sent to every side in turn: the warm search p50 / p95 / mean, the server's CPU time
+per search, and the median per-query ratio new / old.
 
 Children get fresh bytecode files (PYTHONPYCACHEPREFIX in a temporary folder, PYTHONDONTWRITEBYTECODE
 unset; each side is run once before timing): with PYTHONDONTWRITEBYTECODE=1 and stale .pyc files,
@@ -126,25 +127,54 @@ def python_pass(env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
-async def warm_session(side: dict, root: Path, queries: list[str], settle: float, errlog) -> list[float]:
-    """Seconds per search after the first, in one server, from `settle` seconds after the first (an
-    agent thinks between calls: what a server loads in the background meanwhile is ready)."""
+async def warm_sessions(all_sides: dict[str, dict], root: Path, queries: list[str], settle: float, errlog) -> dict[str, dict]:
+    """Per side, seconds per search after the first and the server's CPU seconds over them: one server per
+    side, all open at once, each search sent to every side in turn (the order alternating from one query
+    to the next), so a load spike or a quiet spell reaches every side alike. The timed searches begin
+    `settle` seconds after a first one (an agent thinks between calls: what a server loads in the
+    background meanwhile is ready)."""
+    from contextlib import AsyncExitStack
+
     import anyio
     from mcp import ClientSession, stdio_client
 
-    out = []
-    async with stdio_client(_params(side, root), errlog=errlog) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            await session.call_tool("search", {"query": queries[0]})
-            await anyio.sleep(settle)
-            for q in queries[1:]:
+    names = list(all_sides)
+    async with AsyncExitStack() as stack:
+        sessions, pids = {}, {}
+        for name in names:
+            before = _children()
+            read, write = await stack.enter_async_context(stdio_client(_params(all_sides[name], root), errlog=errlog))
+            pids[name] = next(iter(_children() - before), None)
+            sessions[name] = await stack.enter_async_context(ClientSession(read, write))
+            await sessions[name].initialize()
+            await sessions[name].call_tool("search", {"query": queries[0]})
+        await anyio.sleep(settle)
+        await _until_idle(list(pids.values()))
+        times: dict[str, list[float]] = {name: [] for name in names}
+        cpu0 = {name: _cpu(pids[name]) for name in names}
+        for i, q in enumerate(queries[1:]):
+            for name in names if i % 2 == 0 else names[::-1]:
                 t = time.perf_counter()
-                res = await session.call_tool("search", {"query": q})
-                out.append(time.perf_counter() - t)
+                res = await sessions[name].call_tool("search", {"query": q})
+                times[name].append(time.perf_counter() - t)
                 if res.is_error:
-                    raise SystemExit(f"search failed: {res.content[0].text}")
-    return out
+                    raise SystemExit(f"search failed ({name}): {res.content[0].text}")
+        return {name: {"times": times[name], "cpu": _cpu(pids[name]) - cpu0[name]} for name in names}
+
+
+async def _until_idle(pids: list[int | None], still: float = 1.0, limit: float = 60.0) -> None:
+    """Wait until no server has used CPU for `still` seconds (at most `limit`): on a loaded machine a
+    server may still be loading in the background after the settle time, which no search should pay."""
+    import anyio
+
+    waited, last = 0.0, [_cpu(p) for p in pids]
+    while waited < limit:
+        await anyio.sleep(still)
+        waited += still
+        now = [_cpu(p) for p in pids]
+        if now == last:
+            return
+        last = now
 
 
 def sides(old_tree: str | None, pycache: Path) -> dict[str, dict]:
@@ -181,13 +211,17 @@ def bench(a: argparse.Namespace, errlog) -> dict:
             passes.append(python_pass(all_sides["new"]["env"]))
             for name, side in all_sides.items():
                 runs[name].append(anyio.run(one_run, side, root, queries[i], errlog))
-        warm = {name: anyio.run(warm_session, side, root, queries[: a.warm + 1], a.settle, errlog) for name, side in all_sides.items()}
+        warm = anyio.run(warm_sessions, all_sides, root, queries[: a.warm + 1], a.settle, errlog)
     out = {"root": str(root), "runs": a.runs, "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
     for name in all_sides:
+        t = warm[name]["times"]
         out[name] = summary(runs[name], passes) | {
-            "warm_n": len(warm[name]), "warm_p50_s": round(percentile(warm[name], 0.5), 4),
-            "warm_p95_s": round(percentile(warm[name], 0.95), 4), "warm_mean_s": round(statistics.fmean(warm[name]), 4)}
+            "warm_n": len(t), "warm_p50_s": round(percentile(t, 0.5), 4), "warm_p95_s": round(percentile(t, 0.95), 4),
+            "warm_mean_s": round(statistics.fmean(t), 4), "warm_cpu_per_search_s": round(warm[name]["cpu"] / len(t), 5)}
+    if "old" in warm:  # the same query on both sides, one right after the other: their ratio, per query
+        ratios = [n / o for n, o in zip(warm["new"]["times"], warm["old"]["times"])]
+        out["warm_new_over_old_p50"] = round(statistics.median(ratios), 3)
     return out
 
 
@@ -205,7 +239,9 @@ def show(f: dict) -> None:
         print(f"  spawn -> first search answered  {s['first_search_s']:.3f} s  ({s['first_search_x_pass']:.1f}x pass)  "
               f"server CPU {s['cpu_at_search_s']:.3f} s")
         print(f"  warm search over {s['warm_n']}: p50 {s['warm_p50_s'] * 1000:.1f} ms, p95 {s['warm_p95_s'] * 1000:.1f} ms, "
-              f"mean {s['warm_mean_s'] * 1000:.1f} ms")
+              f"mean {s['warm_mean_s'] * 1000:.1f} ms, server CPU {s['warm_cpu_per_search_s'] * 1000:.1f} ms a search")
+    if "warm_new_over_old_p50" in f:
+        print(f"warm search, new / old for the same query (sent one after the other): median {f['warm_new_over_old_p50']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -213,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="an indexed corpus (read only)")
     ap.add_argument("--queries", type=Path, default=DEFAULT_QUERIES, help='jsonl, one {"query": ...} per line')
     ap.add_argument("--runs", type=int, default=10, help="fresh servers per side (medians)")
-    ap.add_argument("--warm", type=int, default=50, help="warm searches timed in one server per side")
+    ap.add_argument("--warm", type=int, default=50, help="warm searches timed in one server per side (sides in turn)")
     ap.add_argument("--settle", type=float, default=3.0, help="seconds between the first search and the warm ones")
     ap.add_argument("--old-tree", default=None, help="a source tree whose code is run as a second side, 'old'")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")

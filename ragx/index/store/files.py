@@ -301,6 +301,10 @@ class FilesAndChunks(StoreBase):
         vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype=ANCHOR_VECTOR_DTYPE).reshape(len(wiki), -1).astype(np.float32)
         return AnchorDocs(ids, [r[1] for r in rows], np.repeat(np.arange(len(rows)), counts), wiki, vectors)
 
+    def anchor_targets(self) -> set[str]:
+        """Every target an anchor document is kept for (one scan of the target index)."""
+        return {r[0] for r in self.db.execute("SELECT target FROM anchor_docs")}
+
     def anchor_bm25(self, match: str, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(document ids, BM25 scores) of the anchor documents among `doc_ids` that match the FTS5
         expression (FTS5's bm25(), k1 = 1.2, b = 0.75, statistics over every anchor document; higher is better)."""
