@@ -222,7 +222,21 @@ def bench(a: argparse.Namespace, errlog) -> dict:
     if "old" in warm:  # the same query on both sides, one right after the other: their ratio, per query
         ratios = [n / o for n, o in zip(warm["new"]["times"], warm["old"]["times"])]
         out["warm_new_over_old_p50"] = round(statistics.median(ratios), 3)
+        out |= paired_ratio(ratios)
     return out
+
+
+def paired_ratio(ratios: list[float]) -> dict[str, float]:
+    """Whether new and old differ, from the per-query ratios: the geometric mean ratio with its 95% CI
+    (t on the log ratios) and the Wilcoxon signed-rank p (two-sided), so "unchanged" is a test, not a look."""
+    import numpy as np
+    from scipy import stats
+
+    logs = np.log(np.asarray(ratios))
+    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+    return {"warm_new_over_old_geomean": round(float(np.exp(logs.mean())), 3),
+            "warm_new_over_old_ci95": [round(float(np.exp(logs.mean() - half)), 3), round(float(np.exp(logs.mean() + half)), 3)],
+            "warm_wilcoxon_p": round(float(stats.wilcoxon(logs).pvalue), 4)}
 
 
 def show(f: dict) -> None:
@@ -241,7 +255,9 @@ def show(f: dict) -> None:
         print(f"  warm search over {s['warm_n']}: p50 {s['warm_p50_s'] * 1000:.1f} ms, p95 {s['warm_p95_s'] * 1000:.1f} ms, "
               f"mean {s['warm_mean_s'] * 1000:.1f} ms, server CPU {s['warm_cpu_per_search_s'] * 1000:.1f} ms a search")
     if "warm_new_over_old_p50" in f:
-        print(f"warm search, new / old for the same query (sent one after the other): median {f['warm_new_over_old_p50']:.3f}")
+        print(f"warm search, new / old for the same query (sent one after the other): median {f['warm_new_over_old_p50']:.3f}, "
+              f"geometric mean {f['warm_new_over_old_geomean']:.3f} (95% CI {f['warm_new_over_old_ci95'][0]:.3f}-"
+              f"{f['warm_new_over_old_ci95'][1]:.3f}), Wilcoxon p {f['warm_wilcoxon_p']:.4f}")
 
 
 def main(argv: list[str] | None = None) -> None:

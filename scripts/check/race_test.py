@@ -244,10 +244,16 @@ def queried_files(root: Path, n: int = 60) -> list[Path]:
 
 
 def corpus_queries(root: Path, n: int = 60) -> list[str]:
-    """Titles (first lines) of the corpus files: realistic queries that always have answers."""
+    """The first line of two or more words of each corpus file's text, after its frontmatter: realistic
+    queries that always have answers. (Taken from the file's top, a note's queries were its frontmatter's
+    `id: <random string>` lines, which mostly found nothing, so few results were checked.)"""
+    from ragx.ingest.frontmatter import parse
+
     out = []
     for p in queried_files(root, n):
-        for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        text = p.read_text(encoding="utf-8", errors="replace")
+        fm = parse(text)
+        for line in text[fm.end if fm else 0 :].splitlines():
             words = line.strip("# ").split()
             if len(words) >= 2:
                 out.append(" ".join(words[:8]))
