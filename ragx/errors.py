@@ -19,6 +19,8 @@ EXIT_ERROR = 2
 # generation folder and its SQLite rows in one step, so a run that fails leaves the last index as it was.
 KEPT = "nothing indexed was lost"
 REBUILD = "delete the .ragx folder and run `ragx index` (your files are not touched)"
+# What to run when the index's own records disagree with themselves: a full run rebuilds them from the files.
+FULL_RUN = "run `ragx index --full`"
 
 class RagxError(Exception):
     """Base of every error ragx reports to a user. `str(err)` is the one line printed on stderr."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..errors import CorruptIndexError
+from ..errors import FULL_RUN, CorruptIndexError
 
-REPAIR = "run `ragx index --full`"
+REPAIR = FULL_RUN
 
 
 def _count(v: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Callable, ContextManager, Iterator, Protocol
 import numpy as np
 
 from ..config import Settings
-from ..errors import CorruptIndexError, UsageError
+from ..errors import FULL_RUN, CorruptIndexError, UsageError
 from ..ingest import pdf
 from ..ingest.anchors import extract as extract_anchors
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
@@ -289,7 +289,7 @@ def first_new_chunk_id(store: Store, manifest: dict, count: int, full: bool) -> 
         return start
     if full:
         return 1
-    raise CorruptIndexError(f"chunk ids would pass {MAX_CHUNK_ID} (the store's ids reach {start - 1}): run `ragx index --full`")
+    raise CorruptIndexError(f"chunk ids would pass {MAX_CHUNK_ID} (the store's ids reach {start - 1}): {FULL_RUN}")
 
 
 def indexed_chunk_ids(layout: Layout, store: Store, manifest: dict) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Iterator
 
 import xxhash
 
-from ..errors import CorruptIndexError
+from ..errors import FULL_RUN, CorruptIndexError
 
 RECORD = "verified.json"
 # the files of a generation folder (snapshot.py says what each holds)
@@ -40,7 +40,7 @@ FILES = (CHUNKS, CHUNKS_DELTA, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA, HNSW, LEX
 OPTIONAL = (CHUNKS_DELTA, DELTA, GRAPH_DELTA, LEXICON, LEXICON_DELTA)
 CHUNK_LISTS = (CHUNKS, CHUNKS_DELTA)  # the live chunk ids and their file ids (chunk_lists.py)
 READ_BY_SNAPSHOT = (*CHUNK_LISTS, VECTORS_NPY, DELTA, GRAPH, GRAPH_DELTA)  # what Snapshot.load reads without the ANN index
-HINT = "run `ragx index --full`"
+HINT = FULL_RUN
 
 
 def file_identity(path: Path) -> list[int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptIndexError
+from ..errors import FULL_RUN, CorruptIndexError
 from ..index.store import Store, chunk_location
 from ..scoring.candidates import Candidates
 from ..scoring.explain import explain_path
@@ -40,7 +40,7 @@ class QueryOptions:
 def finite(value: float, what: str) -> float:
     """A float for JSON; NaN or infinity means damaged vectors, never a number to print."""
     if not np.isfinite(value):
-        raise CorruptIndexError(f"index holds non-finite {what} values (damaged vectors): run `ragx index --full`")
+        raise CorruptIndexError(f"index holds non-finite {what} values (damaged vectors): {FULL_RUN}")
     return float(value)
 
 

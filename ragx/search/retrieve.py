@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CorruptIndexError
+from ..errors import FULL_RUN, CorruptIndexError
 from ..index.snapshot import Snapshot
 from ..index.store import Store
 from ..index.vectors import rescore_pool
@@ -108,7 +108,7 @@ def retrieval_pass(
     indptr, nbr, weight = induced_csr(snap, rows)
     qsim = cosines(snap.vectors, rows, query_vecs[0])
     if not np.isfinite(qsim).all():  # damaged vectors: never let NaN or infinity reach a score
-        raise CorruptIndexError(f"index vectors in {snap.folder} hold non-finite values: run `ragx index --full`")
+        raise CorruptIndexError(f"index vectors in {snap.folder} hold non-finite values: {FULL_RUN}")
     lexical = np.zeros(len(rows))
     if len(lex_all_ids):
         pos = np.searchsorted(nodes, lex_all_ids)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Sequence
 
-from ...errors import CorruptIndexError
+from ...errors import FULL_RUN, CorruptIndexError
 
 COLUMN = "text_sum"
-HINT = "run `ragx index --full`"
 _SHOWN = 5  # chunk ids named in a message
 
 
@@ -68,7 +67,7 @@ def altered_chunks(db: sqlite3.Connection) -> list[int]:
 def altered_message(ids: Sequence[int]) -> str:
     shown = ", ".join(str(i) for i in ids[:_SHOWN]) + (", ..." if len(ids) > _SHOWN else "")
     return (f"{len(ids)} chunk text{'s' if len(ids) != 1 else ''} in index.sqlite differ from their checksums "
-            f"(chunks {shown}: edited or damaged): {HINT}")
+            f"(chunks {shown}: edited or damaged): {FULL_RUN}")
 
 
 def check_rows(rows: Sequence[dict[str, Any]]) -> None:
