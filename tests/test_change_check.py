@@ -40,17 +40,23 @@ def test_the_shortcut_finds_what_the_plain_walk_finds(tmp_path):
     assert cut.skipped == plain.skipped and cut.problems == plain.problems
 
 
+def _edit_a1_and_a2(root) -> int:
+    """A scan start, then an edit of a1.md and a same-size edit of a2.md that puts its mtime back."""
+    time.sleep(0.05)  # (file-system clocks are coarse)
+    since = time.time_ns()
+    time.sleep(0.05)
+    (root / "a1.md").write_text("note 1, edited\n")
+    st = (root / "a2.md").stat()
+    (root / "a2.md").write_text("note X\n")  # same size, mtime put back: only the ctime tells
+    os.utime(root / "a2.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    return since
+
+
 def test_a_file_written_since_or_changed_is_not_taken_as_unchanged(tmp_path):
     _tree(tmp_path)
     plain = discover(tmp_path)
     known = {f.path: (f.size, f.mtime_ns) for f in plain.files}
-    time.sleep(0.05)  # (file-system clocks are coarse)
-    since = time.time_ns()
-    time.sleep(0.05)
-    (tmp_path / "a1.md").write_text("note 1, edited\n")
-    st = (tmp_path / "a2.md").stat()
-    (tmp_path / "a2.md").write_text("note X\n")  # same size, mtime put back: only the ctime tells
-    os.utime(tmp_path / "a2.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    since = _edit_a1_and_a2(tmp_path)
     cut = discover(tmp_path, known=known, known_until_ns=since, unchanged_of=known)
     looked_at = {f.path for f in cut.files}
     assert {"a1.md", "a2.md"} <= looked_at and not {"a1.md", "a2.md"} & set(cut.unchanged)
@@ -95,13 +101,7 @@ def test_the_batched_route_hands_on_written_changed_and_undecodable_files(tmp_pa
     _plain_tree(tmp_path)
     plain = discover(tmp_path)
     stored = {f.path: (f.size, f.mtime_ns) for f in plain.files}
-    time.sleep(0.05)
-    since = time.time_ns()
-    time.sleep(0.05)
-    (tmp_path / "a1.md").write_text("note 1, edited\n")
-    st = (tmp_path / "a2.md").stat()
-    (tmp_path / "a2.md").write_text("note X\n")  # same size, mtime put back: only the ctime tells
-    os.utime(tmp_path / "a2.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    since = _edit_a1_and_a2(tmp_path)
     known = stored | {"a3.md": (1, 1)}  # remembered otherwise (as not UTF-8, say): not unchanged
     cut = discover(tmp_path, known=known, known_until_ns=since, unchanged_of=stored)
     assert not {"a1.md", "a2.md", "a3.md"} & set(cut.unchanged)
