@@ -8,7 +8,9 @@ A batch instead:
    callback), claims WAITING trials first (a retry runs before any new trial), and counts the room the
    budget leaves for new ones (COMPLETE + RUNNING + WAITING count against it);
 2. samples the new trials on an in-memory mirror of the study (the sampler sees every COMPLETE trial of
-   every worker; TPE with `constant_liar` spreads a batch instead of asking the same point n times);
+   every worker; TPE with `constant_liar` spreads a batch instead of asking the same point n times),
+   each proposed as soon as it is asked; with `block` > 1, in blocks whose first trial is sampled in
+   full and whose others keep its shared (structural) parameters, so that a block is ranked in one go;
 3. re-scores all of them at once (`evaluate_many`);
 4. writes the new trials COMPLETE in one storage transaction (`trial_store.add_complete`), under the
    lock again, never past the budget; the claimed retries are told COMPLETE;
@@ -86,17 +88,33 @@ class Mirror:
         import optuna
 
         self.study = study
+        self.sampler = sampler
         self.local = optuna.create_study(direction=study.direction, sampler=sampler)
         self.seen: set[int] = set()
 
-    def ask(self, n: int) -> list[Any]:
+    def ask(self, n: int, propose: Callable[[Any], Any], block: int = 1,
+            shared: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[list[Any], list[Any]]:
+        """`n` new trials and their proposals, each proposed as soon as it is asked (the constant liar
+        then sees its parameters). With `block` > 1 and `shared`, trials come in blocks: the block's first
+        trial is sampled in full, the others keep its `shared(params)` and the sampler draws only the rest
+        (Optuna's PartialFixedSampler around the same sampler)."""
         import optuna
 
         done = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         fresh = [t for t in done if t._trial_id not in self.seen]
         self.local.add_trials(fresh)
         self.seen.update(t._trial_id for t in fresh)
-        return [self.local.ask() for _ in range(n)]
+        trials: list[Any] = []
+        proposals: list[Any] = []
+        try:
+            for k in range(n):
+                lead = trials[k - k % block] if shared is not None and k % block else None  # the block's first trial
+                self.local.sampler = partial_fixed(shared(lead.params), self.sampler) if shared is not None and lead is not None else self.sampler
+                trials.append(self.local.ask())
+                proposals.append(propose(trials[-1]))
+        finally:
+            self.local.sampler = self.sampler
+        return trials, proposals
 
     def forget(self, trials: Sequence[Any]) -> None:
         """The local placeholders of a written batch: their stored copies come back through `ask`."""
@@ -104,6 +122,17 @@ class Mirror:
 
         for t in trials:
             self.local.tell(t, state=optuna.trial.TrialState.FAIL)
+
+
+def partial_fixed(fixed: dict[str, Any], sampler) -> Any:
+    """`sampler` drawing every parameter but `fixed` (Optuna's PartialFixedSampler, marked experimental)."""
+    import warnings
+
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.PartialFixedSampler(fixed, sampler)
 
 
 def frozen(trial, value: float, attrs: dict[str, Any], started: float) -> Any:
@@ -151,33 +180,52 @@ def write_batch(study, plan: Plan, new: list[Any], results: list[tuple[float, di
 
 def run_batches(study, sampler, propose: Callable[[Any], Any], evaluate_many: Callable[[list[Any]], list[tuple[float, dict[str, Any]]]],
                 track: Callable[[list[Any]], None], *, batch: int, per_worker: int | None, study_trials: int | None,
-                poll: float = 2.0) -> int:
+                poll: float = 2.0, block: int = 1, shared: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                timings: dict[str, float] | None = None) -> int:
     """Run batches until this worker wrote `per_worker` trials or the study holds `study_trials` COMPLETE
     ones. `propose(trial)`: the trial's parameters (it calls the trial's suggest_*); `evaluate_many`:
-    (value, attributes) per proposal; `track(trials)`: the written trials, numbered, to MLflow."""
+    (value, attributes) per proposal; `track(trials)`: the written trials, numbered, to MLflow.
+    `block`, `shared`: new trials in blocks that share `shared(params)` (Mirror.ask). `timings`: seconds
+    spent planning, sampling, scoring, storing and tracking are added to it."""
     lock = BudgetLock(study) if study_trials is not None else None
     mirror = Mirror(study, sampler)
+    clock = Phases(timings)
     ran = 0
     while per_worker is None or ran < per_worker:
         want = batch if per_worker is None else min(batch, per_worker - ran)
-        plan = plan_batch(study, want, study_trials, lock)
+        plan = clock("plan", plan_batch, study, want, study_trials, lock)
         if plan.done:
             break
         if not plan.retries and not plan.new:
             time.sleep(poll)  # the rest of the budget is RUNNING elsewhere (or will be re-queued once found dead)
             continue
-        new = mirror.ask(plan.new)
+        new, proposed = clock("sample", mirror.ask, plan.new, propose, block, shared)
         started = time.time()
         with heartbeats(study, plan.retries):
-            proposals = [propose(t) for t in [*plan.retries, *new]]
+            proposals = [propose(t) for t in plan.retries] + proposed
             hold("evaluate")
-            results = evaluate_many(proposals)
-        written = write_batch(study, plan, new, results, started, study_trials, lock)
+            results = clock("score", evaluate_many, proposals)
+        written = clock("store", write_batch, study, plan, new, results, started, study_trials, lock)
         mirror.forget(new)
         hold("tracking")
-        track(written)
+        clock("track", track, written)
         ran += len(written)
     return ran
+
+
+class Phases:
+    """Adds each call's wall time to `timings[phase]` (nothing kept without a dict)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+
+    def __call__(self, phase: str, fn: Callable[..., Any], *args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            if self.timings is not None:
+                self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - began
 
 
 class heartbeats:

@@ -52,15 +52,15 @@ def means(judged: Judged, gkeys: np.ndarray, counts: np.ndarray, picked: np.ndar
     depth = int(counts.max(initial=0)) or 1
     qpos = np.repeat(np.arange(q), counts)
     jpos = np.arange(k) - np.repeat(np.r_[0, np.cumsum(counts)[:-1]], counts)
-    keys = gkeys[picked]
-    grade = judged.grade[np.searchsorted(judged.keys, keys)]
-    rank = judged.byte_rank[keys % judged.width]
+    # grades and byte ranks looked up once per (query, file) of the layout, not once per trial's place
+    grade = judged.grade[np.searchsorted(judged.keys, gkeys)][picked]
+    rank = judged.byte_rank[gkeys % judged.width][picked]
     s = np.full((t, q, depth), -np.inf)
     g = np.zeros((t, q, depth), dtype=np.int64)
     r = np.zeros((t, q, depth), dtype=np.int64)
     s[:, qpos, jpos], g[:, qpos, jpos], r[:, qpos, jpos] = scores, grade, rank
-    trec = np.take_along_axis(g, np.lexsort((-r, -s), axis=-1), -1)   # score down, id down
-    marco = np.take_along_axis(g, np.lexsort((r, -s), axis=-1), -1)   # score down, id up
+    trec = np.take_along_axis(g, _order(s, r, len(judged.byte_rank), descending_id=True), -1)   # score down, id down
+    marco = np.take_along_axis(g, _order(s, r, len(judged.byte_rank), descending_id=False), -1)  # score down, id up
     hit = trec >= 1
     rel = np.where(judged.relevant > 0, judged.relevant, 1.0)
     found = np.cumsum(hit, axis=-1)
@@ -74,6 +74,17 @@ def means(judged: Judged, gkeys: np.ndarray, counts: np.ndarray, picked: np.ndar
     }
     keep = judged.labelled & (judged.relevant > 0)
     return [{name: float(values[name][row][keep].sum() / judged.queries) for name in NAMES} for row in range(t)]
+
+
+def _order(s: np.ndarray, r: np.ndarray, ids: int, descending_id: bool) -> np.ndarray:
+    """Each row's places by score down, ties by id (`r`, below `ids`) down or up: `np.lexsort((±r, -s))`.
+    Rows already in score order (as the vectorised ranking gives them) take one sort of whole numbers
+    instead: the run of equal scores each place is in, then its id."""
+    if (s[..., 1:] > s[..., :-1]).any():
+        return np.lexsort((-r if descending_id else r, -s), axis=-1)
+    runs = np.zeros(s.shape, dtype=np.int64)
+    np.cumsum(s[..., 1:] != s[..., :-1], axis=-1, out=runs[..., 1:])
+    return np.argsort(runs * ids + (ids - 1 - r if descending_id else r), axis=-1, kind="stable")
 
 
 def _ratio(dcg: np.ndarray, ideal: np.ndarray) -> np.ndarray:

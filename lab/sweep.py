@@ -28,6 +28,7 @@ from .rerank import shortlist_scorer
 from .sensitivity import sensitivity_plot
 from .shown import IndexProgress
 from .training import Objective, builds_of, load_training
+from .vectorised import WEIGHTS
 
 PARAM_TYPES = {f.name: f.type for f in dataclasses.fields(Params)}
 
@@ -180,6 +181,7 @@ def check_sweep_config(cfg) -> None:
             raise UsageError(f"sweep.space.{name}={values!r}: a range [low, high] of two {'whole ' if whole else ''}numbers")
         if values[0] > values[1]:
             raise UsageError(f"sweep.space.{name}={values!r}: an empty range (low above high)")
+    block_of(cfg.optuna)  # says what a block may be (a usage error)
     spec = cfg.optuna.storage
     if spec and "://" not in str(spec) and not str(spec).startswith("journal:"):
         storage_url(str(spec), Path(cfg.cache_root))  # says what a storage may be (a usage error)
@@ -280,8 +282,10 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         _log_run(cfg, names, per_worker, study_trials, builds, space, evaluate, data, worker)
         propose, evaluate_many = _batch_functions(evaluate, space, defaults, builds, f"{socket.gethostname()}/{worker}", run_id)
         started = time.perf_counter()
+        timings: dict[str, float] = {}
         trials = run_batches(study, sampler, propose, evaluate_many, lambda written: track_trials(run_id, written),
-                             batch=int(cfg.optuna.get("batch") or 1), per_worker=per_worker, study_trials=study_trials)
+                             batch=int(cfg.optuna.get("batch") or 1), per_worker=per_worker, study_trials=study_trials,
+                             block=block_of(cfg.optuna), shared=structural, timings=timings)
         seconds = time.perf_counter() - started
         counts = {k: v - before[k] for k, v in rerank_counts(data).items()}
         mlflow.log_metric("sweep_seconds", seconds)
@@ -290,7 +294,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         best = study.best_trial
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
-    return {"study": study, "seconds": seconds, "trials": trials, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
+    return {"study": study, "seconds": seconds, "trials": trials, "timings": timings, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
             "rerank": counts, "evaluate": evaluate}
 
 
@@ -304,6 +308,23 @@ def _log_run(cfg, names: str, per_worker, study_trials, builds: list[str], space
                        "caps": json.dumps(dict(cfg.caps)), "builds": ",".join(builds), "space": json.dumps(space),
                        "guard": evaluate.guard, "references": json.dumps(evaluate.references)})
     mlflow.log_dict({key: d["meta"]["index"] for key, d in data.items()}, "index_manifests.json")
+
+
+def block_of(optuna_cfg) -> int:
+    """`optuna.block`: trials of a batch that share one structure (tpe and random; 1 for qmc and grid, whose
+    points are their own: a grid's batch shares its structure already)."""
+    from ragx.errors import UsageError
+
+    block = optuna_cfg.get("block", 1)
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise UsageError(f"optuna.block={block!r}: a whole number from 1 up")
+    return block if str(optuna_cfg.get("sampler") or "tpe") in ("tpe", "random") else 1
+
+
+def structural(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a block of trials shares: the build and every knob that changes the structure
+    (lab/vectorised.py: all but its WEIGHTS), so that the block is ranked in one go."""
+    return {k: v for k, v in params.items() if k not in WEIGHTS}
 
 
 def make_sampler(optuna_cfg, seed: int, space: dict[str, list] | None = None, builds: list[str] | None = None) -> Any:

@@ -385,7 +385,7 @@ class Corpus:
                 include_notice = []
                 if drift:
                     try:
-                        diff = diff_corpus(self.root, self.settings, store.files(), store.undecodable(), scan_started(manifest))
+                        diff = diff_corpus(self.root, self.settings, store.files(rows_on_demand=True), store.undecodable(), scan_started(manifest))
                     except IncludeMatchesNothing as exc:  # the settings' fault, not the index's: no drift to tell
                         include_notice = [str(exc)]
                         out["drift"] = None

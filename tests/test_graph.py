@@ -141,3 +141,35 @@ def test_edge_weights_in_blocks_are_the_same_floats_as_all_at_once(monkeypatch):
     at_once = np.einsum("ij,ij->i", vecs[a].astype(np.float64), vecs[b].astype(np.float64))
     monkeypatch.setattr(graph, "PAIR_BLOCK", 7)  # 143 blocks, the last one short
     assert np.array_equal(pair_weights(lambda ids: vecs[ids], a, b), at_once)
+
+
+def _random_graph(rng, n):
+    ids = np.sort(rng.choice(np.arange(1, 5 * n), n, replace=False)).astype(np.int64)
+    a, b = rng.choice(ids, 4 * n), rng.choice(ids, 4 * n)
+    keep = a != b
+    return ids, *undirected(a[keep], b[keep], rng.random(int(keep.sum())))
+
+
+def _degrees_counted(graph) -> int:  # every live chunk's row located and measured: the definition
+    return int(graph.degrees().sum()) // 2
+
+
+def test_edges_are_counted_as_every_live_row_would_count_them():
+    from ragx.index.graph import Adjacency
+
+    rng = np.random.default_rng(3)
+    ids, a, b, w = _random_graph(rng, 300)
+    graph = Graph.from_edges(ids, a, b, w)
+    assert graph.check() and graph.n_edges == _degrees_counted(graph) == len(a)
+    # rows changed since the base (a delta), new chunks, and chunks gone since the base was written
+    gone = rng.choice(ids, 20, replace=False)
+    new = np.arange(5 * 300 + 1, 5 * 300 + 11, dtype=np.int64)
+    live = np.union1d(np.setdiff1d(ids, gone), new)
+    touched = np.union1d(rng.choice(np.setdiff1d(ids, gone), 15, replace=False), new)
+    ra, rb = rng.choice(live, 60), rng.choice(live, 60)
+    ok = (ra != rb) & (np.isin(ra, touched) | np.isin(rb, touched))
+    rows = Adjacency.of_rows(touched, *undirected(ra[ok], rb[ok], rng.random(int(ok.sum()))))
+    after = graph.with_rows(live, rows)
+    assert after.check() and after.n_edges == _degrees_counted(after)
+    assert Graph(live[: len(live) // 2], after.base, after.delta).n_edges == _degrees_counted(Graph(live[: len(live) // 2], after.base, after.delta))
+    assert not Graph(np.union1d(live, [10**6]), after.base, after.delta).check()  # a live chunk without a row

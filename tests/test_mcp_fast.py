@@ -138,6 +138,100 @@ def test_fast_answers_equal_the_sdk_answers_for_every_tool_it_serves(indexed):
         assert result["isError"] is True and len(result["content"]) == 1 and "\n" not in result["content"][0]["text"]
 
 
+def _after_the_handover(root: Path, requests: list[dict]) -> tuple[dict, list[str]]:
+    """The answers of a session the SDK serves (`stdio._Replay` with the fast path asked first, as
+    `ragx mcp` runs it once the SDK has loaded) by id, and the methods of the lines that reached the SDK."""
+    import fakes_registration  # noqa: F401
+    from mcp.server.stdio import stdio_server
+
+    from ragx.mcp.server import build_server
+    from ragx.mcp.service import Service
+    from ragx.mcp.stdio import _Out, _Replay
+
+    service = Service(root)
+    server = build_server(service)
+    front = fast.Front(None, service, _Loaded())
+    written: list[str] = []
+    pending = _raw(requests)
+    expected = sum(1 for r in requests if "id" in r)
+
+    class Sink:
+        async def write(self, text: str) -> None:
+            written.append(text)
+
+        async def flush(self) -> None:
+            pass
+
+    class Rest:  # one line at a time, each after the last answer (as an agent sends them); then the end
+        async def readline(self) -> bytes:
+            while sum(1 for w in written if '"result"' in w or '"error"' in w) < 1 + expected - len(pending):
+                await anyio.sleep(0.002)
+            return pending.pop(0) if pending else b""
+
+    class Seen(_Replay):
+        seen: list[str] = []
+
+        async def __anext__(self) -> str:
+            text = await super().__anext__()
+            self.seen.append(json.loads(text).get("method"))
+            return text
+
+    async def run() -> None:
+        lowlevel = server._lowlevel_server
+        out = _Out(Sink())
+        replay = Seen(_raw(reference.handshake()), Rest(), out, front.answering_line)
+        async with stdio_server(stdin=replay, stdout=out) as (read, write):  # type: ignore[arg-type]
+            with anyio.fail_after(60):
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        service.close()
+    return {m["id"]: m for m in map(json.loads, written) if "id" in m}, Seen.seen
+
+
+def test_after_the_handover_the_fast_path_still_answers_what_it_can_as_the_sdk_does(indexed):
+    """Once the SDK serves the session, the read-only tool calls and the static requests are still
+    answered by the fast path (without the SDK's machinery), each answer equal to the SDK's own."""
+    requests = [
+        _call(1, "search", {"query": "telescope", "colour": "red"}),  # the SDK's: it words the error
+        {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        _call(3, "search", {"query": "telescope orbit"}),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},  # a notification: the SDK's
+        _call(4, "search", {"query": "bread dough", "top": 2, "files_only": True, "explain": True}),
+        _call(5, "status", {}),
+        _call(6, "inspect", {"what": "chunk", "arg": 1}),
+        _call(7, "inspect", {"what": "communities"}),
+        _call(8, "search", {"query": "   "}),  # errors: one line each, the SDK's line
+        _call(9, "inspect", {"what": "chunk", "arg": 10**9}),
+        _call(10, "search", {"query": "x", "top": 0}),  # does not fit: the SDK's
+    ]
+    mine, reached_sdk = _after_the_handover(indexed, requests)
+    service = _service(indexed)
+    try:
+        sdk = {m["id"]: m for m in reference.sdk_answers(service, [*reference.handshake(), *requests]) if "id" in m}
+    finally:
+        service.close()
+    assert sorted(mine, key=str) == sorted(sdk, key=str) == sorted([0, *(r["id"] for r in requests if "id" in r)], key=str)
+    for ident in mine:
+        assert mine[ident] == sdk[ident], ident
+    assert reached_sdk == ["initialize", "notifications/initialized", "tools/call", "notifications/cancelled", "tools/call"]
+    assert mine[3]["result"]["structuredContent"]["results"] and mine[1]["result"]["isError"] is True
+    for ident in (8, 9, 10):
+        result = mine[ident]["result"]
+        assert result["isError"] is True and len(result["content"]) == 1 and "\n" not in result["content"][0]["text"]
+
+
+def _service(root: Path):
+    import fakes_registration  # noqa: F401
+
+    from ragx.mcp.service import Service
+
+    return Service(root)
+
+
 def test_errors_of_a_corpus_without_an_index_are_the_sdks(tmp_path):
     root = mcp_corpus(tmp_path)
     mine, sdk, _ = _both(root, [_call(1, "search", {"query": "x"}), _call(2, "status", {}), _call(3, "inspect", {"what": "communities"})],
@@ -192,7 +286,7 @@ def test_the_fast_path_loads_no_sdk():
 
 def test_one_session_through_the_fast_path_then_the_sdk(tmp_path):
     """A real SDK client: the first search is answered before the SDK loads, a call it cannot answer
-    hands the session to the SDK, and the same search then gets the same document from the SDK."""
+    hands the session to the SDK, and the same search then gets the same document in the SDK's session."""
     root = mcp_corpus(tmp_path)
 
     async def scenario():

@@ -143,6 +143,7 @@ def diff_corpus(
         raise IncludeMatchesNothing(_include_matches_nothing(settings, found.include_unmatched))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread),
                      complete=not found.unread, unchanged=len(found.unchanged))
+    stored.prefetch(f.path for f in found.files)  # the rows the loop may compare with, in one read
     for f in found.files:
         stat = stats.get(f.path)
         written = since is not None and f.ctime_ns >= since  # its inode changed since the last run began
@@ -162,9 +163,19 @@ def diff_corpus(
                 out.unchanged += 1
         else:
             _compare_content(f, stored[f.path], out)
-    gone = stats.keys() - {f.path for f in found.files} - set(found.unchanged)  # set differences, not a loop over the rows
-    out.deleted = [stored[path] for path in sorted(_still_there(gone, found.unread))]
+    out.deleted = _deleted(stored, found)
     return out
+
+
+def _deleted(stored: StoredFiles, found: Discovery) -> list[FileRow]:
+    """The stored files the walk did not find (and that are not merely unreadable now)."""
+    seen = [f.path for f in found.files if f.path in stored]
+    if len(seen) + len(found.unchanged) == len(stored):  # each found once: every stored file was found
+        return []
+    gone = stored.stats.keys() - set(seen) - set(found.unchanged)  # set differences, not a loop over the rows
+    deleted = sorted(_still_there(gone, found.unread))
+    stored.prefetch(deleted)
+    return [stored[path] for path in deleted]
 
 
 def _may_decode_now(f: FoundFile, out: CorpusDiff) -> bool:

@@ -142,7 +142,7 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
          since: int | None = None) -> CorpusDiff:
     """The diff of an index run; `full` makes every found file new and every stored one deleted.
     `since`: the last run's scan start (ragx/index/diff.py: files written since are compared by content)."""
-    stored = store.files()
+    stored = store.files(rows_on_demand=True)  # under the writer lock: rows read when needed
     diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable(),
                        None if full else since)
     if only is not None and not full:

@@ -16,9 +16,9 @@ progress notifications.
 
 `ragx mcp` runs `ragx.mcp.stdio.serve`: `ragx.mcp.fast` answers the handshake, the tool list and the
 first read-only calls before this module (and so the SDK) is imported, then the server built here
-serves the session. No onnxruntime and no torch at start-up: the first query is embedded in numpy
-(prepared while the client lists tools), the session loads after it, and both stay warm in the one
-`Corpus` of the process.
+serves the session (the fast path still answering the read-only calls whose arguments plainly fit).
+No onnxruntime and no torch at start-up: the first query is embedded in numpy (prepared while the
+client lists tools), the session loads after it, and both stay warm in the one `Corpus` of the process.
 """
 
 import logging

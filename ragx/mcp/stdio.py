@@ -7,7 +7,8 @@ claims stdin/stdout, and a loader thread loads what a first search needs, then t
 (each answer equal to the SDK's: tests/test_mcp_handshake.py, tests/test_mcp_fast.py). The SDK then
 serves the rest of the session: it is handed the initialize request again (its answer to it is
 dropped: the client already has one), `notifications/initialized`, and the first message the fast
-path left to it. A first message that is not a well-formed `initialize` (a client skipping the
+path left to it; from then on each line the fast path can answer (the read-only tool calls, the static
+requests) is still answered by it, in a worker thread, and never reaches the SDK. A first message that is not a well-formed `initialize` (a client skipping the
 handshake) goes to the SDK untouched, which answers it as it always did.
 
 Every line the client sends is screened before the SDK sees it (`_screen`): the SDK drops a line it
@@ -283,6 +284,11 @@ class _Out:
         await self._send(json.dumps(message, separators=(",", ":")) + "\n")
         await self.flush()
 
+    async def send(self, message: dict[str, Any]) -> None:
+        """An answer the fast path gave (ragx.mcp.fast), written as the SDK writes its own: UTF-8, one line."""
+        await self._send(json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n")
+        await self.flush()
+
     async def _send(self, text: str) -> None:
         import anyio
 
@@ -296,13 +302,17 @@ class _Out:
 
 
 class _Replay:
-    """The SDK's stdin (an async line iterator): the replayed lines first, then the rest of the wire,
-    each through the screen; what the SDK could not read is answered on `out` and never reaches it."""
+    """The SDK's stdin (an async line iterator): the replayed lines first, then the rest of the wire.
+    A line of the rest the fast path answers (`fast`: ragx.mcp.fast.Front.answering_line, the read-only
+    tool calls and the static requests) is answered on `out` in a worker thread, as the SDK runs a tool,
+    and never reaches the SDK; every other line goes through the screen, and what the SDK could not
+    read is answered on `out` too."""
 
-    def __init__(self, first: list[bytes], rest: Any, out: _Out):
+    def __init__(self, first: list[bytes], rest: Any, out: _Out, fast: Any = None):
         self._first = first
         self._rest = rest
         self._out = out
+        self._fast = fast
 
     def __aiter__(self) -> "_Replay":
         return self
@@ -315,11 +325,23 @@ class _Replay:
                 line = await self._rest.readline()
                 if not line:
                     raise StopAsyncIteration
+                work = None if self._fast is None else self._fast(line)
+                if work is not None:
+                    # The next line is read once this one is answered: calls that use the searcher run
+                    # one at a time anyway (Service), and a notification about it comes after it.
+                    await self._out.send(await _in_worker(work))
+                    continue
             text, answer = _screen(line)
             if answer is not None:
                 await self._out.answer(answer)
             if text is not None:
                 return text
+
+
+async def _in_worker(work: Any) -> Any:
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(work)
 
 
 class _Loader(threading.Thread):
@@ -360,17 +382,33 @@ class _Loader(threading.Thread):
             self.service.prepare()  # after a first search in numpy, the next one's onnxruntime session
 
 
-async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any) -> None:
+class _TextOut:
+    """The wire's writer as the SDK's stdout: a message is written in one worker-thread call (the SDK
+    flushes after each, and the wire is unbuffered: anyio's file wrapper would spend a second call on it)."""
+
+    def __init__(self, raw: Any):
+        self._text = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+
+    async def write(self, text: str) -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self._text.write, text)
+
+    async def flush(self) -> None:
+        pass
+
+
+async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any, fast: Any = None) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
     bytes_in = anyio.wrap_file(wire.reader)  # lines as bytes: the screen decodes them, and names a bad byte
-    text_out = anyio.wrap_file(io.TextIOWrapper(wire.writer, encoding="utf-8", write_through=True))
+    text_out = _TextOut(wire.writer)
     stdout = _Out(text_out) if drop_id is None else _Out(text_out, drop_id)
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
     # The SDK annotates its streams as anyio AsyncFile but only iterates stdin and calls
     # write/flush on stdout, which _Replay and _Out provide.
-    async with stdio_server(stdin=_Replay(replay, bytes_in, stdout), stdout=stdout) as (read, write):  # type: ignore[arg-type]
+    async with stdio_server(stdin=_Replay(replay, bytes_in, stdout, fast), stdout=stdout) as (read, write):  # type: ignore[arg-type]
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
@@ -393,7 +431,7 @@ def _serve_wire(service: Any) -> None:
             raise loader.error
         import anyio
 
-        anyio.run(_run_sdk, loader.server, wire, replay, front.drop_id)
+        anyio.run(_run_sdk, loader.server, wire, replay, front.drop_id, front.answering_line)
     finally:
         wire.restore()
 

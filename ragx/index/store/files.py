@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, ValuesView
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..arrays import Arrays
     from ..plan import ChangeSet
 
+_FILE_ROW = "path, size, mtime_ns, id, hash"  # StoredFiles' rows
 _BM25_ROW = [("id", "int64"), ("score", "float64")]  # a structured dtype's fields
 
 
@@ -37,28 +38,55 @@ class FileRow(NamedTuple):  # a tuple: a drift check may build one per file of t
     hash: str
 
 
+# Whole file rows (path, size, mtime_ns, id, hash) of the given paths (None: all of them).
+RowFetch = Callable[[Sequence[str] | None], list[tuple[str, int, int, int, str]]]
+
+
 class StoredFiles(Mapping[str, FileRow]):
     """The files table as path -> FileRow, with each file's (size, mtime_ns) at hand in `stats`.
 
     A drift check compares those pairs for every file (100,000 at a million chunks) and needs whole
-    rows only for the few files that changed or went, so rows are made on demand."""
+    rows only for the few files that changed or went, so rows are made on demand. Made with `fetch`
+    (Store.files(rows_on_demand=True)), it holds only the pairs and reads whole rows, set-wise, the
+    first time they are asked for (`prefetch`, or all of them through `values()`): a million-chunk
+    index's 100,000 rows with their hashes cost more to read than the walk that needs none of them."""
 
-    def __init__(self, rows: Sequence[tuple[str, int, int, int, str]] = ()):  # (path, size, mtime_ns, id, hash)
+    def __init__(self, rows: Sequence[tuple[str, int, int, int, str]] = (),  # (path, size, mtime_ns, id, hash)
+                 stats: dict[str, tuple[int, int]] | None = None, fetch: RowFetch | None = None):
         self._rows = {r[0]: r for r in rows}
-        self.stats: dict[str, tuple[int, int]] = {r[0]: (r[1], r[2]) for r in rows}
+        self.stats: dict[str, tuple[int, int]] = {r[0]: (r[1], r[2]) for r in rows} if stats is None else stats
+        self._fetch = fetch  # None: every row is in _rows already
+
+    def prefetch(self, paths: Iterable[str] | None) -> None:
+        """Read the whole rows of `paths` (None: all) in one statement, if not read already."""
+        if self._fetch is None:
+            return
+        if paths is None:
+            self._rows = {r[0]: r for r in self._fetch(None)}
+            self._fetch = None
+            return
+        wanted = [path for path in paths if path not in self._rows and path in self.stats]
+        if wanted:
+            self._rows.update((r[0], r) for r in self._fetch(wanted))
 
     def __getitem__(self, path: str) -> FileRow:
+        if path not in self._rows and path in self.stats:
+            self.prefetch((path,))
         path, size, mtime_ns, file_id, digest = self._rows[path]
         return FileRow(file_id, path, size, mtime_ns, digest)
 
+    def values(self) -> ValuesView[FileRow]:
+        self.prefetch(None)  # one statement, not one a row
+        return super().values()
+
     def __contains__(self, path: object) -> bool:
-        return path in self._rows
+        return path in self.stats
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        return iter(self.stats)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self.stats)
 
 
 def chunk_location(row: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +119,8 @@ def drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> 
         "SELECT DISTINCT a.target FROM temp.gone_files g CROSS JOIN anchors a ON a.file_id = g.id")]
     db.execute("DELETE FROM anchors WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
+    # their dates too (a changed file's are written again): by these rows, not by a scan of every date
+    db.execute("DELETE FROM file_dates WHERE path IN (SELECT f.path FROM temp.gone_files g CROSS JOIN files f ON f.id = g.id)")
     db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
     fill_temp(db, "redo", arrays.redo.tolist())
     db.execute("DELETE FROM knn WHERE src IN (SELECT id FROM temp.redo)")
@@ -130,8 +160,26 @@ def insert_new(db: sqlite3.Connection, change: "ChangeSet") -> None:
 class FilesAndChunks(StoreBase):
     """Reads of files, chunks, links and anchor documents (set-based: arrays of ids in, arrays out)."""
 
-    def files(self) -> StoredFiles:
-        return StoredFiles(self.db.execute("SELECT path, size, mtime_ns, id, hash FROM files").fetchall())
+    def files(self, rows_on_demand: bool = False) -> StoredFiles:
+        """The files table. `rows_on_demand`: read only each path's (size, mtime_ns) now, and whole rows
+        when asked for, through this connection (so only while it is open, in the same snapshot or
+        under the writer lock: an index run, a status inside its snapshot)."""
+        if not rows_on_demand:
+            return StoredFiles(self.db.execute(f"SELECT {_FILE_ROW} FROM files").fetchall())
+        # Three comma- (and NUL-, which no path holds) joined strings: no Python tuple per row. The
+        # aggregates of one statement visit the rows in the same order (as chunk_files relies on).
+        paths, sizes, mtimes = self.db.execute(
+            "SELECT group_concat(path, char(0)), group_concat(size), group_concat(mtime_ns) FROM files").fetchone()
+        if paths is None:
+            return StoredFiles()
+        stats = dict(zip(paths.split("\0"), zip(map(int, sizes.split(",")), map(int, mtimes.split(",")))))
+        return StoredFiles(stats=stats, fetch=self._file_rows)
+
+    def _file_rows(self, paths: Sequence[str] | None) -> list[tuple[str, int, int, int, str]]:
+        if paths is None:
+            return self.db.execute(f"SELECT {_FILE_ROW} FROM files").fetchall()
+        fill_temp_text(self.db, "wanted_paths", paths)
+        return self.db.execute("SELECT f.path, f.size, f.mtime_ns, f.id, f.hash FROM temp.wanted_paths w CROSS JOIN files f ON f.path = w.path").fetchall()
 
     def chunk_ids(self) -> np.ndarray:
         return self.chunk_files()[0]
