@@ -63,6 +63,16 @@ class Layout:
     rerank: bool            # whether any admitted candidate holds a rerank score
     flat: Flat
     _links: tuple[np.ndarray, np.ndarray] | None = None
+    _by_file: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def by_file(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The candidates grouped by (query, file), each file's by ascending place (chunk id): their
+        places, where each file starts and how many it holds (every trial of the layout reads them)."""
+        if self._by_file is None:
+            sizes = np.bincount(self.gfile, minlength=len(self.gseg))
+            self._by_file = (np.argsort(self.gfile, kind="stable"), np.r_[0, np.cumsum(sizes)[:-1]], sizes)
+        return self._by_file
 
     @property
     def links(self) -> tuple[np.ndarray, np.ndarray]:
@@ -131,10 +141,10 @@ def _neighbours(lay: Layout, values: np.ndarray, a: np.ndarray, z: np.ndarray) -
     return neighbour.reshape(t, g)
 
 
-def segment_order(keys: np.ndarray, seg: np.ndarray) -> np.ndarray:
+def segment_order(keys: np.ndarray, seg: np.ndarray, stable: bool = True) -> np.ndarray:
     """Per row of `keys` (T x N), the positions sorted by key within each run of equal `seg` (ascending),
-    ties kept in place (stable): rows padded per segment when that costs little (one sort of short rows),
-    else a lexsort of whole rows."""
+    ties kept in place (stable; `stable=False`: tied keys in any order, a faster sort): rows padded per
+    segment when that costs little (one sort of short rows), else a lexsort of whole rows."""
     t, n = keys.shape
     counts = np.bincount(seg) if n else np.zeros(0, np.int64)
     if n == 0 or counts.max() * len(counts) > 2 * n:
@@ -143,42 +153,46 @@ def segment_order(keys: np.ndarray, seg: np.ndarray) -> np.ndarray:
     within = np.arange(n) - starts[seg]
     padded = np.full((t, len(counts), counts.max()), np.inf)
     padded[:, seg, within] = keys  # a pad (+inf) sorts after every real key
-    at = np.argsort(padded, axis=2, kind="stable") + starts[None, :, None]
+    at = np.argsort(padded, axis=2, kind="stable" if stable else "quicksort") + starts[None, :, None]
     real = (np.arange(counts.max())[None, :] < counts[:, None]).reshape(-1)
     return at.reshape(t, -1)[:, real]
 
 
-def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray]:
-    """T x G file scores (the sum of each file's best `file_chunks` chunk scores) and, per row, the
-    (query, file)s in the order their best chunks rank: `rank_files`'s two keys, for every query and trial."""
+def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """T x G: each (query, file)'s score (the sum of its best `file_chunks` chunk scores, best first, as
+    `rank_files` adds them), its best chunk score and that chunk's place in the layout (the first of
+    equal ones: the smaller chunk id). Read off per file with reductions over the layout's chunks
+    grouped by file (the same grouping for every trial), the j-th best taken out before the (j+1)-th."""
     t, n = values.shape
-    g = len(lay.gseg)
-    shape = (t, n)
-    # `_ranked`'s order (value down, then chunk id up) per query: the layout holds each query's chunks
-    # by ascending id already, and the sort is stable, so the id key would only repeat that order
-    order = segment_order(-values, lay.seg)
-    files = lay.gfile[order]
-    by_file = np.argsort(files, axis=1, kind="stable")  # each file's chunks stay best first
-    f_sorted = np.take_along_axis(files, by_file, 1)
-    start = np.ones(shape, dtype=bool)
-    start[:, 1:] = f_sorted[:, 1:] != f_sorted[:, :-1]
-    pos = np.arange(n)
-    rank_in_file = pos - np.maximum.accumulate(np.where(start, pos, 0), axis=1)
-    keep = rank_in_file < column(many, "file_chunks")
-    ranked_values = np.take_along_axis(np.take_along_axis(values, order, 1), by_file, 1)
-    cells = np.arange(t)[:, None] * g + f_sorted
-    sums = np.bincount(cells[keep], weights=ranked_values[keep], minlength=t * g).reshape(t, g)
-    best_chunk = np.zeros(shape, dtype=bool)
-    best_chunk[np.nonzero(start)[0], by_file[start]] = True  # each file's first chunk in the ranking
-    return sums, files[best_chunk].reshape(t, g)
+    order, starts, sizes = lay.by_file
+    v = values[:, order]
+    fileof = lay.gfile[order]
+    places = np.arange(n)
+    wanted = column(many, "file_chunks")
+    sums = np.zeros((t, len(starts)))
+    best = first = sums
+    rows = np.arange(t)[:, None]
+    for j in range(int(wanted.max(initial=1))):
+        top = np.maximum.reduceat(v, starts, axis=1)  # -inf once a file has no chunk left
+        at = np.minimum.reduceat(np.where(v == top[:, fileof], places, n), starts, axis=1)
+        if j == 0:
+            best, first = top, order[at]
+        sums = np.where((j < wanted) & (sizes > j), sums + top, sums)
+        v[rows, at] = -np.inf
+    return sums, best, first
 
 
 def top_files(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.ndarray, np.ndarray]:
     """T x K (query, file) indexes and their scores: each query's top DEPTH files in ranking order, the
     queries one after another (query q holds lay.counts[q] of the K places)."""
-    sums, by_first = file_sums(lay, values, many)
-    # files by score down, ties to the file whose best chunk ranks higher (a stable sort of by_first)
-    forder = np.take_along_axis(by_first, segment_order(-np.take_along_axis(sums, by_first, 1), lay.gseg), 1)
+    sums, best, first = file_sums(lay, values, many)
+    # files by score down, ties to the file whose best chunk ranks higher (score down, then place):
+    # one sort by score (ties in any order), and the full order only for the rare trial with tied files
+    forder = segment_order(-sums, lay.gseg, stable=False)
+    ranked = np.take_along_axis(sums, forder, 1)
+    same = lay.gseg[1:] == lay.gseg[:-1]
+    for row in np.flatnonzero(((ranked[:, 1:] == ranked[:, :-1]) & same).any(axis=1)):
+        forder[row] = np.lexsort((first[row], -best[row], -sums[row], lay.gseg))
     starts = np.r_[0, np.cumsum(np.bincount(lay.gseg, minlength=len(lay.qids)))[:-1]]
     picked = forder[:, np.arange(len(lay.gseg)) - starts[lay.gseg] < DEPTH]
     return picked, np.take_along_axis(sums, picked, 1)

@@ -36,3 +36,21 @@ def unique_ids(ids: np.ndarray) -> np.ndarray:
     if len(ids) < 2:
         return ids
     return ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+
+
+def union_ids(*arrays: np.ndarray) -> np.ndarray:
+    """np.union1d of 1-D integer arrays (sorted, each value once), without the numpy.ma import of np.unique."""
+    return unique_ids(np.concatenate([np.ravel(a) for a in arrays]))
+
+
+def ids_minus(ids: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """np.setdiff1d of 1-D integer arrays: the sorted values of `ids`, each once, that `others` lacks
+    (without the numpy.ma import of np.unique: ~10 ms of a one-file edit)."""
+    ids = unique_ids(np.ravel(ids))
+    return ids[~isin_ids(ids, others)]
+
+
+def isin_ids(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """np.isin(values, ids) for integer arrays, through one sort and a binary search: np.isin's sorting
+    route (taken when the values span a wide range) calls np.unique, which imports numpy.ma."""
+    return find_sorted(unique_ids(np.ravel(ids)), np.ravel(values))[1]

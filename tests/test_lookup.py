@@ -31,3 +31,25 @@ def test_find_sorted_says_where_each_value_is_and_whether_it_is_there(case):
 def test_unique_ids_is_numpys_unique():
     ids = np.random.default_rng(4).integers(0, 50, 200)
     assert unique_ids(ids).tolist() == np.unique(ids).tolist()
+
+
+def test_the_set_helpers_equal_numpys():
+    from ragx.lookup import ids_minus, isin_ids, union_ids
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 7, 300):
+        a, b, c = (rng.integers(-5, 10**6 if n > 7 else 20, n) for _ in range(3))
+        assert np.array_equal(union_ids(a, b, c), np.union1d(np.union1d(a, b), c))
+        assert np.array_equal(ids_minus(a, b), np.setdiff1d(a, b))
+        assert np.array_equal(isin_ids(a, b), np.isin(a, b))
+        assert union_ids(a, b).dtype == np.union1d(a, b).dtype
+
+
+def test_the_edit_path_helpers_do_not_import_numpy_ma():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from ragx.lookup import ids_minus, isin_ids, union_ids, unique_ids; "
+            "a = np.arange(10**5) * 7; b = np.arange(3) * 10**6; "
+            "union_ids(a, b); ids_minus(a, b); isin_ids(a, b); unique_ids(a); print('numpy.ma' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import FULL_RUN, CorruptIndexError, ManifestMismatchError
-from ..lookup import find_sorted
+from ..lookup import find_sorted, ids_minus, union_ids
 from .communities import LEIDEN_EVERY_RUN_MAX, NO_COMMUNITY, leiden
 from .graph import Graph, delta_budget, pair_weights, top_k_lists, undirected
 from .layout import Layout
@@ -126,7 +126,7 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
     checksums = manifest.get("checksums") or {}
     old = Snapshot.load(current, checksums=checksums)
     prev = old.stored
-    keep_delta = np.isin(prev.delta_ids, live)
+    keep_delta = find_sorted(live, prev.delta_ids)[1]  # live: sorted, each id once
     delta_ids = np.concatenate([prev.delta_ids[keep_delta], new_ids])
     dead = prev.dead(live)
     # small change: link the base, write the delta (unless the base's ANN file cannot be opened: holds_deleted)
@@ -254,9 +254,9 @@ def _communities(store: Store, graph: Graph, graph_from, new_ids: np.ndarray, ch
         start = store.community_array(graph.ids) if incremental else None
         g = settings.graph
         return graph.ids, leiden(graph.ids, a, b, w, g.leiden_resolution, g.leiden_seed, start), True
-    touched_old = np.setdiff1d(changed, new_ids)
+    touched_old = ids_minus(changed, new_ids)
     had_none = touched_old[store.community_array(touched_old) == NO_COMMUNITY]
-    targets = np.union1d(new_ids, had_none)
+    targets = union_ids(new_ids, had_none)
     return targets, assign_communities(graph, targets, store.community_array), False
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..lookup import union_ids
+
 NO_COMMUNITY = -1  # chunks without edges belong to no community
 # Chunks up to which every index run runs Leiden over the whole graph. A larger index runs it when
 # its graph is compacted; in between, new chunks join their neighbours' communities (arrays.py,
@@ -31,7 +33,7 @@ def leiden(ids: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, resolut
     # The edge list's order is part of the algorithm's input: keep it canonical (sorted by a, b).
     order = np.lexsort((b, a))
     edges = list(zip(a[order].astype(str).tolist(), b[order].astype(str).tolist(), w[order].tolist()))
-    starting = _starting(ids, np.union1d(a, b), start)
+    starting = _starting(ids, union_ids(a, b), start)
     _, partition = gn.leiden(edges=edges, starting_communities=starting, resolution=resolution, seed=seed,
                              use_modularity=True, trials=1)
     nodes = np.fromiter((int(n) for n in partition), dtype=np.int64, count=len(partition))

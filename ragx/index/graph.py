@@ -297,7 +297,7 @@ class Graph:
     def with_rows(self, live: np.ndarray, rows: Adjacency) -> "Graph":
         """This graph after a change: `live` the chunks now, `rows` the new rows of every chunk whose
         neighbours changed (new chunks included). Earlier delta rows of live chunks carry over."""
-        keep = np.isin(self.delta.ids, live) & ~np.isin(self.delta.ids, rows.ids)
+        keep = find_sorted(live, self.delta.ids)[1] & ~find_sorted(rows.ids, self.delta.ids)[1]  # both sorted, each id once
         kept_lens = self.delta.lengths(np.flatnonzero(keep))
         kept = segments(self.delta.indptr[np.flatnonzero(keep)], kept_lens)
         ids = np.concatenate([self.delta.ids[keep], rows.ids])

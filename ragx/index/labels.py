@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..lookup import unique_ids
+
 TERMS_CACHE = "label-terms.npz"  # in .ragx/: the chunk x term counts, kept across runs (label_terms.py)
 KEYWORDS = 10            # keywords kept per community, best first
 LABEL_TERMS = 3          # terms joined into the label
@@ -162,7 +164,7 @@ def reuse(chunk_ids: np.ndarray, community: np.ndarray, old: Membership | None) 
     with that basis, not with the previous run, keeps slow drift from going unnoticed."""
     if old is None or not old.labels:
         return None
-    numbers = np.unique(community[community >= 0]).tolist()
+    numbers = unique_ids(community[community >= 0]).tolist()
     match = best_match(chunk_ids, community, old)
     picked = [match.get(n) for n in numbers]
     if any(m is None or m[1] < KEEP_JACCARD or m[0] not in old.labels for m in picked):

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import CorruptIndexError
-from ..lookup import find_sorted
+from ..lookup import find_sorted, ids_minus, isin_ids, union_ids
 from .communities import NO_COMMUNITY
 from .graph import BLOCK_ROWS, Adjacency, Graph, approximate_top_k_lists, pair_weights, top_k_lists, undirected
 from .store import Store
@@ -87,14 +87,14 @@ def _repair(
     store: Store, removed: np.ndarray, new_ids: np.ndarray, new_vecs: np.ndarray, kept_old: np.ndarray,
     live: np.ndarray, vec_of: VecOf, all_vecs: np.ndarray | None, ann, k: int, min_sim: float,
 ) -> Repair:
-    losing = np.setdiff1d(store.knn_sources_of(removed), removed)
+    losing = ids_minus(store.knn_sources_of(removed), removed)
     if all_vecs is not None:
         cand, best = _near_new_exact(new_vecs, kept_old, all_vecs[: len(kept_old)], min_sim)
     else:
         cand, best = _near_new_ann(new_ids, new_vecs, ann, vec_of, min(reverse_candidates(k), len(live)), min_sim)
     cand_src, _, cand_w = store.knn_rows_of(cand)
     gaining = _gaining(cand, best, cand_src, cand_w, k)
-    recompute = np.setdiff1d(np.union1d(np.union1d(losing, gaining), new_ids), removed)
+    recompute = ids_minus(union_ids(losing, gaining, new_ids), removed)
     if all_vecs is not None:
         rs, rd = top_k_lists(recompute, vec_of(recompute), live, all_vecs, k, min_sim)
     else:
@@ -102,7 +102,7 @@ def _repair(
     rw = pair_weights(vec_of, rs, rd)
     good = (rw >= min_sim) | ~np.isfinite(rw)  # non-finite: kept for repair_knn to refuse
     rs, rd, rw = rs[good], rd[good], rw[good]
-    redo = np.union1d(recompute, removed)
+    redo = union_ids(recompute, removed)
     return Repair(rs, rd, rw, redo, _changed_rows(store, redo, removed, live, rs, rd, rw))
 
 
@@ -123,7 +123,7 @@ def _near_new_ann(new_ids, new_vecs, ann, vec_of: VecOf, want: int, min_sim: flo
     cand = ann.knn_batch(new_vecs, want)
     owner = np.repeat(np.arange(len(new_ids)), cand.shape[1])
     cand = cand.ravel()
-    old = ~np.isin(cand, new_ids)
+    old = ~isin_ids(cand, new_ids)
     cand, owner = cand[old], owner[old]
     sims = np.einsum("ij,ij->i", new_vecs[owner], vec_of(cand)).astype(np.float32)
     near = sims >= min_sim
@@ -149,9 +149,9 @@ def _changed_rows(store: Store, redo, removed, live, rs, rd, rw) -> Adjacency:
     edges are the kNN rows naming it on either side, so reading the rows that touch those chunks,
     dropping the replaced ones and adding the recomputed ones gives their complete new rows."""
     _, old_dst, _ = store.knn_rows_of(redo)
-    touched = np.union1d(np.union1d(redo, old_dst), rd)
+    touched = union_ids(redo, old_dst, rd)
     ts, td, tw = store.knn_rows_touching(touched)
-    stay = ~(np.isin(ts, redo) | np.isin(td, removed))
+    stay = ~(isin_ids(ts, redo) | isin_ids(td, removed))
     a, b, w = undirected(np.concatenate([ts[stay], rs]), np.concatenate([td[stay], rd]), np.concatenate([tw[stay], rw]))
     return Adjacency.of_rows(touched[find_sorted(live, touched)[1]], a, b, w)
 
@@ -166,7 +166,7 @@ def assign_communities(graph: Graph, targets: np.ndarray, community_of: Callable
         return out
     lens, nbr, weight = graph.edges_of(graph.position(targets))
     owner = np.repeat(np.arange(len(targets)), lens)
-    others = np.setdiff1d(nbr, targets)
+    others = ids_minus(nbr, targets)
     known = community_of(others)
     ids = np.concatenate([others, targets])
     order = np.argsort(ids, kind="stable")

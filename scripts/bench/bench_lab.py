@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--sampler", default="tpe", help="tpe, random, qmc or grid, or several joined by commas (each its own fresh study, one live figure)")
     ap.add_argument("--grid-points", type=int, default=5, help="values per knob with the grid sampler")
+    ap.add_argument("--block", type=int, help="optuna.block: trials per structure with tpe and random (default: configs/lab.yaml's)")
     ap.add_argument("--sweep", default="default", help="a configs/sweep/ name (the space and builds; only its base build is used)")
     ap.add_argument("--live", type=int, default=2, help="live evaluations to time (the median is reported)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
         return 2
 
     from lab.configs import compose, package_defaults
-    from lab.sweep import live_eval_seconds, load_passes, run
+    from lab.sweep import block_of, live_eval_seconds, load_passes, run
     from lab.training import load_training
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-lab-"))
@@ -54,6 +55,7 @@ def main(argv: list[str]) -> int:
         return compose([f"dataset={args.dataset}", f"split={args.split}", f"sweep={args.sweep}", "sweep.builds=[{name: base, settings: {}}]",
                         f"optuna.storage=sqlite:///{scratch / 'optuna.db'}", f"optuna.batch={args.batch}", f"optuna.sampler={sampler}",
                         f"optuna.grid_points={args.grid_points}", f"optuna.study_name=bench-{os.getpid()}-{sampler}",
+                        *([f"optuna.block={args.block}"] if args.block else []),
                         f"mlflow.tracking_uri=sqlite:///{scratch / 'mlflow.db'}", f"mlflow.artifacts={scratch / 'artifacts'}"])
 
     started = time.perf_counter()
@@ -71,11 +73,14 @@ def main(argv: list[str]) -> int:
     for sampler in samplers:
         out = run(config(sampler), n_trials=args.trials, sets=sets)  # the passes loaded above (one code version for the whole run)
         per_trial = out["seconds"] / out["trials"]
+        phases = {k: round(1000 * v / out["trials"], 2) for k, v in out["timings"].items()}
         figures["offline"][sampler] = {"trials": out["trials"], "seconds": out["seconds"], "trials_per_s": 1 / per_trial,
-                                       "ratio": live_s / per_trial, "load_average": os.getloadavg()}
+                                       "ratio": live_s / per_trial, "block": block_of(config(sampler).optuna), "phases_ms_per_trial": phases,
+                                       "best_value": out["study"].best_value, "load_average": os.getloadavg()}
         print(f"offline, {sampler}: {out['trials']} trials in {out['seconds']:.2f} s, {per_trial * 1000:.1f} ms per trial "
               f"(sampling, re-scoring, Optuna SQLite and MLflow SQLite writes; batch {args.batch}); "
-              f"trials/s: live {1 / live_s:.3f}, offline {1 / per_trial:.1f}; offline is {live_s / per_trial:.0f}x live per trial", flush=True)
+              f"trials/s: live {1 / live_s:.3f}, offline {1 / per_trial:.1f}; offline is {live_s / per_trial:.0f}x live per trial; "
+              f"ms per trial by phase: {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}", flush=True)
     figures["load_average_after"] = os.getloadavg()
     print(f"load average: before {' '.join(f'{x:.2f}' for x in load_before)}, after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:

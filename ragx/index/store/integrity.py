@@ -13,6 +13,7 @@ else:  # `ragx status` reads the store without numpy (lazy.py)
     np = lazy_module("numpy")
 
 from ...errors import REBUILD
+from ...lookup import unique_ids
 from .schema import StoreBase
 from .text_sums import altered_chunks, altered_message
 
@@ -62,7 +63,7 @@ class Integrity(StoreBase):
         """What `counts` reports, computed at commit from what the run already holds (counting edges in
         SQL reads every kNN row: seconds at a million chunks)."""
         if arrays.communities_whole:
-            communities = len(np.unique(arrays.community[arrays.community >= 0]))
+            communities = len(unique_ids(arrays.community[arrays.community >= 0]))
         else:
             communities = self.db.execute("SELECT count(*) FROM community_labels").fetchone()[0]
         return {
