@@ -183,3 +183,30 @@ def test_an_index_of_the_old_chunker_upgrades_in_one_run(tmp_path):
     assert db.execute("SELECT value FROM manifest WHERE key = 'chunker'").fetchone()[0] == str(CHUNKER_VERSION)
     again = run_index(tmp_path, load_settings(tmp_path), embedder)
     assert not again.full and again.embedded_chunks == 0
+
+
+def test_embedding_batches_are_ordered_by_the_tokens_embedded_header_included(tmp_path):
+    """Chunks of equal text but headers of different lengths: the texts go to the model longest first
+    by what is embedded (header + text), so a batch pads to lengths like its own."""
+    from fakes import HashEmbedder
+
+    from ragx.config import load_settings
+    from ragx.index.build import run_index
+
+    body = "def run(value):\n    return value + 1\n"
+    for depth in range(12):
+        folder = tmp_path.joinpath(*[f"level{d}" for d in range(depth)])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"mod{depth}.py").write_text(body)
+    embedder = HashEmbedder()
+    run_index(tmp_path, load_settings(tmp_path), embedder)
+    counts = [int(n) for n in embedder.token_counter().count(embedder.embedded)]
+    assert len(counts) == 12 and len(set(counts)) > 6  # the headers do differ in length
+    assert counts == sorted(counts, reverse=True)
+
+
+def test_a_chunk_counts_the_tokens_it_embeds(wp):
+    source = "class Calc:\n" + "\n".join(f"    def f{j}(self, a):\n        return a * {j} + self.base_{j}\n" for j in range(30))
+    chunks = chunk_text("pkg/deep/calc.py", source.encode(), source, wp, ChunkSettings())
+    assert len(chunks) > 1 and all(c.header for c in chunks)
+    assert [c.embed_tokens for c in chunks] == [int(n) for n in wp.count([c.embed_text for c in chunks])]

@@ -328,3 +328,30 @@ def test_the_calendar_edges():
 def test_a_stored_date_beyond_the_calendar_is_shown_at_its_edge_not_a_crash():
     # An index dated before out-of-range dates were refused may hold one until its next run re-dates it.
     assert iso(-1e18) == "0001-01-01T00:00:00Z" and iso(1e18) == "9999-12-31T23:59:59Z"
+
+
+def test_an_incremental_run_keeps_one_date_for_each_indexed_file(tmp_path, capsys):
+    """A deleted file's date goes with it, a changed file's is written again, a new file gets one, and
+    the others' are left as they were."""
+    import sqlite3
+
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_text(f"# {name}\n\n{BODY} {name}\n", encoding="utf-8")
+        os.utime(tmp_path / name, (1_700_000_000, 1_700_000_000))
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+
+    def dates():
+        db = sqlite3.connect(tmp_path / ".ragx" / "index.sqlite")
+        try:
+            return dict(db.execute("SELECT path, date FROM file_dates").fetchall())
+        finally:
+            db.close()
+
+    assert dates() == {"a.md": 1_700_000_000, "b.md": 1_700_000_000, "c.md": 1_700_000_000}
+    (tmp_path / "a.md").unlink()
+    (tmp_path / "b.md").write_text(f"# b.md\n\n{BODY} b.md, edited\n", encoding="utf-8")
+    os.utime(tmp_path / "b.md", (1_710_000_000, 1_710_000_000))
+    (tmp_path / "d.md").write_text(f"# d.md\n\n{BODY} d.md\n", encoding="utf-8")
+    os.utime(tmp_path / "d.md", (1_720_000_000, 1_720_000_000))
+    assert call(capsys, "index", "--root", str(tmp_path))[0] == 0
+    assert dates() == {"b.md": 1_710_000_000, "c.md": 1_700_000_000, "d.md": 1_720_000_000}

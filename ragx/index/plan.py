@@ -255,7 +255,9 @@ def plan(
     # The anchor texts (ragx/ingest/anchors.py) are embedded in the same pass, after the chunks.
     journal = VectorJournal(layout.dir, embedder.name, embedder.dim) if texts or chunked.anchors else None
     anchors = [a[3] for a in chunked.anchors]
-    lengths = np.array([c.n_tokens for _, c in chunks] + [len(a) // 4 for a in anchors], np.int64)  # the batch order
+    # The batch order: by the tokens embedded, header included (by the text's alone, a code tree's batches
+    # padded 20% more tokens: flask-4045, batches of 16).
+    lengths = np.array([c.embed_tokens for _, c in chunks] + [len(a) // 4 for a in anchors], np.int64)
     every_vec, every_fresh, every_resumed = vectors_for(texts + anchors, reusable, embedder, settings.embeddings.batch_size,
                                                         reporter, report, journal, lengths)
     new_vecs, fresh, anchor_vecs = every_vec[: len(texts)], every_fresh[: len(texts)], every_vec[len(texts):]

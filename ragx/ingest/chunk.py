@@ -73,11 +73,17 @@ class Chunk:
     n_tokens: int
     kind: str  # "markdown" | "code" | "text"
     header: str = ""  # what the file's frontmatter says about it (every chunk of the note); not part of `text`
+    header_tokens: int = 0  # the header's tokens: embed_text has n_tokens + header_tokens (whitespace joins them)
 
     @property
     def embed_text(self) -> str:
         """What is embedded and indexed for BM25: the header (if any), a blank line, the text."""
         return f"{self.header}\n\n{self.text}" if self.header else self.text
+
+    @property
+    def embed_tokens(self) -> int:
+        """Tokens of `embed_text` (before the model's truncation): what orders the embedding batches."""
+        return self.n_tokens + self.header_tokens
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,6 +557,7 @@ def chunk_text(
     if not spans:
         return []
     bstart, bend, lstart, lend = doc.locate(spans)
+    header_tokens = _header_tokens(counter, headers)
     return [
         Chunk(
             ordinal=i,
@@ -562,9 +569,16 @@ def chunk_text(
             n_tokens=counts[i],
             kind=kind,
             header=headers[i],
+            header_tokens=header_tokens[headers[i]],
         )
         for i, (a, b) in enumerate(spans)
     ]
+
+
+def _header_tokens(counter: TokenCounter, headers: list[str]) -> dict[str, int]:
+    """Tokens of each distinct header (a note's frontmatter header is every chunk's: counted once)."""
+    distinct = sorted(set(headers) - {""})
+    return {"": 0} | dict(zip(distinct, (int(c) for c in counter.count(distinct)) if distinct else (), strict=True))
 
 
 def _syntax_chunks(doc: _Doc, path: str, defs: list[code.Definition], counter: TokenCounter,

@@ -119,6 +119,8 @@ def drop_gone(db: sqlite3.Connection, change: "ChangeSet", arrays: "Arrays") -> 
         "SELECT DISTINCT a.target FROM temp.gone_files g CROSS JOIN anchors a ON a.file_id = g.id")]
     db.execute("DELETE FROM anchors WHERE file_id IN (SELECT id FROM temp.gone_files)")
     db.execute("DELETE FROM chunks WHERE file_id IN (SELECT id FROM temp.gone_files)")
+    # their dates too (a changed file's are written again): by these rows, not by a scan of every date
+    db.execute("DELETE FROM file_dates WHERE path IN (SELECT f.path FROM temp.gone_files g CROSS JOIN files f ON f.id = g.id)")
     db.execute("DELETE FROM files WHERE id IN (SELECT id FROM temp.gone_files)")
     fill_temp(db, "redo", arrays.redo.tolist())
     db.execute("DELETE FROM knn WHERE src IN (SELECT id FROM temp.redo)")

@@ -83,7 +83,8 @@ class LabelsAndDates(Graph):
 
         if paths is not None and not from_git and not self.db.execute("SELECT 1 FROM file_dates WHERE source = 'git' LIMIT 1").fetchone():
             fill_temp_text(self.db, "date_paths", paths)
-            self.db.execute("DELETE FROM file_dates WHERE path IN (SELECT path FROM temp.date_paths) OR path NOT IN (SELECT path FROM files)")
+            # (the dates of files gone went with their rows: drop_gone)
+            self.db.execute("DELETE FROM file_dates WHERE path IN (SELECT path FROM temp.date_paths)")
             scope = " WHERE f.path IN (SELECT path FROM temp.date_paths)"
         else:
             self.db.execute("DELETE FROM file_dates")
