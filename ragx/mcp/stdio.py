@@ -8,8 +8,9 @@ claims stdin/stdout, and a loader thread loads what a first search needs, then t
 serves the rest of the session: it is handed the initialize request again (its answer to it is
 dropped: the client already has one), `notifications/initialized`, and the first message the fast
 path left to it; from then on each line the fast path can answer (the read-only tool calls, the static
-requests) is still answered by it, in a worker thread, and never reaches the SDK. A first message that is not a well-formed `initialize` (a client skipping the
-handshake) goes to the SDK untouched, which answers it as it always did.
+requests) is still answered by it, in a worker thread, and never reaches the SDK. A first message that
+is not a well-formed `initialize` (a client skipping the handshake) goes to the SDK untouched, which
+answers it as it always did.
 
 Every line the client sends is screened before the SDK sees it (`_screen`): the SDK drops a line it
 cannot parse with a debug log only, so the client would wait forever. Here a line that is not JSON (or
