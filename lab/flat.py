@@ -128,7 +128,9 @@ def propagated(f: Flat, p: Params, fused_: np.ndarray) -> tuple[np.ndarray, np.n
         top = np.full(n, -np.inf)
         np.maximum.at(top, dst, contrib)
         reached = np.flatnonzero(top > -np.inf)
-        ranked = reached[np.lexsort((f.nodes[reached], -top[reached], f.seg[reached]))]
+        # hottest first per query, ties to the smaller chunk id: `reached` is in place order, which within
+        # a query is chunk id order, and lexsort is stable, so the ids need no key of their own
+        ranked = reached[np.lexsort((-top[reached], f.seg[reached]))]
         segs = f.seg[ranked]
         at = np.flatnonzero(np.r_[True, segs[1:] != segs[:-1]])
         rank = np.arange(len(ranked)) - np.repeat(at, np.diff(np.r_[at, len(ranked)]))

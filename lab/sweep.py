@@ -281,12 +281,12 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         run_id = active.info.run_id
         _log_run(cfg, names, per_worker, study_trials, builds, space, evaluate, data, worker)
         propose, evaluate_many = _batch_functions(evaluate, space, defaults, builds, f"{socket.gethostname()}/{worker}", run_id)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         timings: dict[str, float] = {}
         trials = run_batches(study, sampler, propose, evaluate_many, lambda written: track_trials(run_id, written),
                              batch=int(cfg.optuna.get("batch") or 1), per_worker=per_worker, study_trials=study_trials,
                              block=block_of(cfg.optuna), shared=structural, timings=timings)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         counts = {k: v - before[k] for k, v in rerank_counts(data).items()}
         mlflow.log_metric("sweep_seconds", seconds)
         mlflow.log_metrics({"rerank_pairs_computed": counts["computed"], "rerank_pairs_cached": counts["hits"]})
@@ -294,7 +294,7 @@ def run(cfg, worker: int = 0, n_trials: int | None = None, study_trials: int | N
         best = study.best_trial
         mlflow.log_metrics({f"best_{k}": v for k, v in metric_names(best.user_attrs).items()})
         mlflow.log_text(best_params_toml(best.params, best.user_attrs, cfg), "best_params.toml")
-    return {"study": study, "seconds": seconds, "trials": trials, "timings": timings, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
+    return {"study": study, "seconds": seconds, "trials": trials, "timings": timings, "cpu_seconds": cpu, "run_id": run_id, "sets": sets, "data": data, "defaults": defaults,
             "rerank": counts, "evaluate": evaluate}
 
 

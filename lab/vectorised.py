@@ -172,13 +172,15 @@ def file_sums(lay: Layout, values: np.ndarray, many: list[Params]) -> tuple[np.n
     sums = np.zeros((t, len(starts)))
     best = first = sums
     rows = np.arange(t)[:, None]
-    for j in range(int(wanted.max(initial=1))):
+    rounds = int(wanted.max(initial=1))
+    for j in range(rounds):
         top = np.maximum.reduceat(v, starts, axis=1)  # -inf once a file has no chunk left
-        at = np.minimum.reduceat(np.where(v == top[:, fileof], places, n), starts, axis=1)
-        if j == 0:
-            best, first = top, order[at]
         sums = np.where((j < wanted) & (sizes > j), sums + top, sums)
-        v[rows, at] = -np.inf
+        if j == 0 or j + 1 < rounds:  # where the j-th best is: the first round's answer, or taken out for the next
+            at = np.minimum.reduceat(np.where(v == top[:, fileof], places, n), starts, axis=1)
+            if j == 0:
+                best, first = top, order[at]
+            v[rows, at] = -np.inf
     return sums, best, first
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .errors import ConfigError, RagxError
+from .errors import FULL_RUN, ConfigError, RagxError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Corpus
@@ -176,7 +176,7 @@ def _index_checks(corpus: "Corpus", embedder_ok: bool) -> list[Check]:
         finally:
             store.close()
         if not manifest.get("generation"):
-            raise _Failed("the index has no committed generation", "run `ragx index --full`")
+            raise _Failed("the index has no committed generation", FULL_RUN)
         try:
             embedder = corpus.embedder
         except RagxError:
@@ -188,14 +188,14 @@ def _index_checks(corpus: "Corpus", embedder_ok: bool) -> list[Check]:
             problems += mismatches(manifest, {k: wanted[k] for k in ("dim", "chunking", "graph", "schema_version")})
             checked = "embedder, dimension, chunking and graph settings"
         if problems:
-            raise _Failed("; ".join(problems), "run `ragx index --full` (or restore the settings the index was built with)")
+            raise _Failed("; ".join(problems), f"{FULL_RUN} (or restore the settings the index was built with)")
         note = "" if embedder_ok else " (dimension not checked: the embedder failed)"
         return OK, f"{manifest.get('embedder')}, dim {manifest.get('dim')}: {checked} match the config{note}", ""
 
     def integrity() -> tuple[str, str, str]:
         status = corpus.status(drift=False, verify=True)
         if not status.get("consistent"):
-            raise _Failed("; ".join(status.get("problems") or ["inconsistent"]), "run `ragx index --full`")
+            raise _Failed("; ".join(status.get("problems") or ["inconsistent"]), FULL_RUN)
         return OK, f"{status['files']} files, {status['chunks']} chunks, {status['edges']} edges, generation {status['generation']}: consistent", ""
 
     def drift() -> tuple[str, str, str]:
@@ -208,7 +208,7 @@ def _index_checks(corpus: "Corpus", embedder_ok: bool) -> list[Check]:
         extra = f" ({d['unreadable']} unreadable files skipped)" if d.get("unreadable") else ""
         return OK, f"the index matches the files on disk{extra}", ""
 
-    full = lambda exc: "run `ragx index --full`"  # noqa: E731
+    full = lambda exc: FULL_RUN  # noqa: E731
     return [
         _timed("index.model", model, full),
         _timed("index.integrity", integrity, full),

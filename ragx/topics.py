@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import FULL_RUN
 from .index.labels import query_words
 from .index.snapshot import Snapshot
 from .index.store import Store, chunk_location
@@ -83,12 +84,11 @@ def _why_no_community(store: Store) -> str:
     if not counts["chunks"]:
         return "the index holds no chunks"
     if counts["edges"]:  # edges, yet no community: an index whose communities were never computed
-        return "the index records no communities: run `ragx index --full`"
+        return f"the index records no communities: {FULL_RUN}"
     graph = store.manifest().get("graph")
     min_sim = graph.get("min_sim") if isinstance(graph, dict) else None
     at = f" at graph.min_sim = {min_sim}" if min_sim is not None else ""
-    return (f"no chunk pair is similar enough to form communities{at}: lower graph.min_sim and run "
-            "`ragx index --full`, or search without --global")
+    return f"no chunk pair is similar enough to form communities{at}: lower graph.min_sim and {FULL_RUN}, or search without --global"
 
 
 def _keyword_share(numbers: np.ndarray, labels: dict, words: set[str]) -> np.ndarray:

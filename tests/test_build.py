@@ -247,7 +247,7 @@ def test_vectors_are_stored_in_float16_and_mapped_and_an_older_index_converts_wi
     store.close()
     assert manifest["vectors"] == "float16+delta+usearch"
     snap = Snapshot.load(layout.gen(manifest["generation"]), checksums=manifest["checksums"])
-    assert snap.vectors.dtype == np.float16 and isinstance(snap.vectors, np.memmap)
+    assert snap.vectors.dtype == np.float16 and isinstance(snap.vectors.base, np.memmap)  # mapped, not read
     # The HNSW file (usearch) holds int8 copies of those values (the walk's; results are re-scored
     # with vectors.npy); `get` widens them.
     assert np.allclose(snap.vindex.get(snap.ids), np.asarray(snap.vectors, dtype=np.float32), atol=1 / 127)

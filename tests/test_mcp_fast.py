@@ -20,7 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from test_mcp import _env, call, connect, mcp_corpus, run_async
+from test_mcp import _code, _env, call, connect, mcp_corpus, run_async
 
 from ragx.mcp import fast, reference
 from ragx.mcp.stdio import HANDSHAKE_VERSIONS
@@ -176,13 +176,14 @@ def _after_the_handover(root: Path, requests: list[dict]) -> tuple[dict, list[st
             self.seen.append(json.loads(text).get("method"))
             return text
 
-    async def run() -> None:
+    async def run() -> None:  # as stdio._run_sdk runs it
         lowlevel = server._lowlevel_server
         out = _Out(Sink())
-        replay = Seen(_raw(reference.handshake()), Rest(), out, front.answering_line)
-        async with stdio_server(stdin=replay, stdout=out) as (read, write):  # type: ignore[arg-type]
-            with anyio.fail_after(60):
-                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        async with anyio.create_task_group() as answering:
+            replay = Seen(_raw(reference.handshake()), Rest(), out, front.answering_line, answering.start_soon)
+            async with stdio_server(stdin=replay, stdout=out) as (read, write):  # type: ignore[arg-type]
+                with anyio.fail_after(60):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     try:
         anyio.run(run)
@@ -322,8 +323,6 @@ def test_a_raw_session_in_a_subprocess_answers_each_request_once(tmp_path):
 
 def test_the_tool_list_and_a_first_search_need_no_sdk(tmp_path):
     """A server whose SDK cannot even be imported still lists its tools and answers a first search."""
-    from test_mcp import _code
-
     root = mcp_corpus(tmp_path)
     import fakes_registration  # noqa: F401
 
@@ -348,3 +347,24 @@ def test_the_tool_list_and_a_first_search_need_no_sdk(tmp_path):
     assert [a["id"] for a in answers] == [0, 1, 2]
     assert answers[1]["result"] == fast.static()["tools/list"]
     assert answers[2]["result"]["structuredContent"]["results"] and not answers[2]["result"]["isError"]
+
+
+def test_requests_sent_at_once_after_the_handover_each_get_one_answer_also_after_the_client_closes(tmp_path):
+    """The fast path's answers in the SDK's session run as tasks while the next line is read: requests
+    a client sends without waiting are each answered once, those still running when stdin closes too."""
+    root = mcp_corpus(tmp_path)
+    searches = [_call(10 + i, "search", {"query": q, "top": 2}) for i, q in enumerate(["telescope orbit", "bread dough", "rain"] * 2)]
+    lines = _raw([*reference.handshake(), _call(1, "index", {}), *searches, _call(20, "status", {}), {"jsonrpc": "2.0", "id": 21, "method": "ping"}])
+    proc = subprocess.Popen([sys.executable, "-c", _code(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=os.environ | _env())
+    proc.stdin.write(b"".join(lines[:3]))  # the handshake and index (the SDK's): answered before the rest is sent
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    proc.stdin.write(b"".join(lines[3:]))
+    proc.stdin.close()
+    answers += [json.loads(line) for line in proc.stdout.read().splitlines()]
+    assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    assert sorted(a["id"] for a in answers) == [0, 1, *range(10, 16), 20, 21]
+    by_id = {a["id"]: a["result"] for a in answers}
+    assert by_id[10] == by_id[13] and by_id[10]["structuredContent"]["results"] and by_id[21] == {}
+    assert by_id[20]["structuredContent"]["drift"]["new"] == 0

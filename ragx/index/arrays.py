@@ -21,7 +21,7 @@ from typing import Callable, ContextManager, Iterator
 import numpy as np
 
 from ..config import Settings
-from ..errors import CorruptIndexError, ManifestMismatchError
+from ..errors import FULL_RUN, CorruptIndexError, ManifestMismatchError
 from ..lookup import find_sorted, ids_minus, union_ids
 from .communities import LEIDEN_EVERY_RUN_MAX, NO_COMMUNITY, leiden
 from .graph import Graph, delta_budget, pair_weights, top_k_lists, undirected
@@ -119,7 +119,7 @@ def _vectors(layout: Layout, manifest: dict, change: ChangeSet, dim: int) -> _Ve
     live = np.concatenate([kept_old, new_ids])  # every new id exceeds every old one
     if not have_arrays or change.full:
         if not change.full and len(kept_old) + len(change.removed):
-            raise ManifestMismatchError("index arrays are missing: run `ragx index --full`")
+            raise ManifestMismatchError(f"index arrays are missing: {FULL_RUN}")
         vindex = VectorIndex.build(new_ids, new_vecs)
         stored = StoredVectors(new_ids, new_vecs, np.empty(0, np.int64), np.empty((0, dim), np.float32))
         return _Vectors(kept_old, live, new_ids, new_vecs, None, new_vecs, vindex, stored, vindex, None)
@@ -207,7 +207,7 @@ def _stored_texts(store: Store, ids: np.ndarray) -> Iterator[str]:
         wanted = ids[start : start + TEXT_BLOCK]
         found, texts = store.chunk_texts(wanted)
         if not np.array_equal(found, wanted):
-            raise CorruptIndexError("chunks of the index arrays are missing from the store: run `ragx index --full`")
+            raise CorruptIndexError(f"chunks of the index arrays are missing from the store: {FULL_RUN}")
         yield from texts
 
 

@@ -229,7 +229,7 @@ def _read_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray, StoredVectors, 
     a generation from before the delta has its base only."""
     lists = read_chunk_lists(folder)
     ids, file_ids, base_ids, delta_ids = lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids
-    base = np.load(folder / VECTORS_NPY, mmap_mode="r")
+    base = np.load(folder / VECTORS_NPY, mmap_mode="r").view(np.ndarray)  # mapped; read as a plain array (see mapped_npz)
     delta = np.load(folder / DELTA) if (folder / DELTA).exists() else np.empty((0, base.shape[1]), VECTOR_DTYPE)
     if base.shape[0] != len(base_ids) or delta.shape[0] != len(delta_ids) or (len(delta) and delta.shape[1] != base.shape[1]):
         raise ValueError("vector files and their id lists disagree in length")
@@ -368,7 +368,8 @@ def mapped_npz(path: Path, names: tuple[str, ...], read: tuple[str, ...] = ()) -
                 assert opened is not None
                 out.append(FileRows(opened, fh.tell(), dtype, shape[0]))
                 continue
-            out.append(np.memmap(path, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C"))
+            mapped = np.memmap(path, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")
+            out.append(mapped.view(np.ndarray))  # the same pages; a plain array's item is ~10x cheaper to read
     return out
 
 

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import CorruptIndexError
+from ..errors import FULL_RUN, CorruptIndexError
 from ..lookup import find_sorted, unique_ids
 
 M = 16
@@ -112,9 +112,9 @@ class VectorIndex:
         try:
             index = _View.open(path)
         except (ValueError, RuntimeError) as exc:  # usearch's words for a file it cannot read
-            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
+            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): {FULL_RUN}") from None
         if index.ndim != dim:
-            raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): run `ragx index --full`")
+            raise CorruptIndexError(f"ANN index {path} is unreadable (not {dim}-dimensional): {FULL_RUN}")
         return cls(index, dim, path)
 
     @classmethod
@@ -142,7 +142,7 @@ class VectorIndex:
 
             loaded = Index.restore(str(self._mapped), view=False)
             if loaded is None:
-                raise CorruptIndexError(f"ANN index {self._mapped} vanished while mapped: run `ragx index --full`")
+                raise CorruptIndexError(f"ANN index {self._mapped} vanished while mapped: {FULL_RUN}")
             loaded.remove(self.hidden, threads=_threads())
             self.index, self._mapped, self.hidden = loaded, None, np.empty(0, np.int64)
         return self.index
@@ -428,7 +428,7 @@ class _Hnswlib:
         try:
             index.load_index(str(path), max_elements=0)
         except RuntimeError as exc:  # hnswlib's word for a damaged or truncated file
-            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): run `ragx index --full`") from None
+            raise CorruptIndexError(f"ANN index {path} is unreadable ({exc}): {FULL_RUN}") from None
         index.set_num_threads(_threads())
         return cls(index)
 

@@ -13,8 +13,8 @@ that do not fit, which the SDK then refuses in its own words, a line that is not
 any message once the SDK is ready, ends its part: the SDK is handed the handshake again (its answer to
 the replayed initialize is dropped) and that message, and serves the rest of the session. Even then,
 each line is offered here first (`answering_line`, asked by `stdio._Replay`): a warm search answered
-here skips the SDK's request parsing, result validation and serialisation, ~0.35 ms of a ~0.85 ms
-protocol layer a call (scripts/bench/bench_mcp_layer.py).
+here skips the SDK's request parsing, result validation and serialisation: about a third of the
+~0.8 ms that layer costs a call (scripts/bench/bench_mcp_layer.py, measured under load).
 tests/test_mcp_fast.py holds every answer given here equal to the SDK's answer to the same request,
 before the SDK has loaded and after.
 """

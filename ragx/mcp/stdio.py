@@ -8,8 +8,9 @@ claims stdin/stdout, and a loader thread loads what a first search needs, then t
 serves the rest of the session: it is handed the initialize request again (its answer to it is
 dropped: the client already has one), `notifications/initialized`, and the first message the fast
 path left to it; from then on each line the fast path can answer (the read-only tool calls, the static
-requests) is still answered by it, in a worker thread, and never reaches the SDK. A first message that is not a well-formed `initialize` (a client skipping the
-handshake) goes to the SDK untouched, which answers it as it always did.
+requests) is still answered by it, in a worker thread, and never reaches the SDK. A first message that
+is not a well-formed `initialize` (a client skipping the handshake) goes to the SDK untouched, which
+answers it as it always did.
 
 Every line the client sends is screened before the SDK sees it (`_screen`): the SDK drops a line it
 cannot parse with a debug log only, so the client would wait forever. Here a line that is not JSON (or
@@ -304,15 +305,17 @@ class _Out:
 class _Replay:
     """The SDK's stdin (an async line iterator): the replayed lines first, then the rest of the wire.
     A line of the rest the fast path answers (`fast`: ragx.mcp.fast.Front.answering_line, the read-only
-    tool calls and the static requests) is answered on `out` in a worker thread, as the SDK runs a tool,
-    and never reaches the SDK; every other line goes through the screen, and what the SDK could not
-    read is answered on `out` too."""
+    tool calls and the static requests) never reaches the SDK: it is answered on `out` by a task of its
+    own (`spawn`: a task group's start_soon; without it, before the next line is read) that does the
+    work in a worker thread, as the SDK runs a tool, while the next line is read, as the SDK reads it.
+    Every other line goes through the screen, and what the SDK could not read is answered on `out` too."""
 
-    def __init__(self, first: list[bytes], rest: Any, out: _Out, fast: Any = None):
+    def __init__(self, first: list[bytes], rest: Any, out: _Out, fast: Any = None, spawn: Any = None):
         self._first = first
         self._rest = rest
         self._out = out
         self._fast = fast
+        self._spawn = spawn
 
     def __aiter__(self) -> "_Replay":
         return self
@@ -327,9 +330,10 @@ class _Replay:
                     raise StopAsyncIteration
                 work = None if self._fast is None else self._fast(line)
                 if work is not None:
-                    # The next line is read once this one is answered: calls that use the searcher run
-                    # one at a time anyway (Service), and a notification about it comes after it.
-                    await self._out.send(await _in_worker(work))
+                    if self._spawn is None:
+                        await self._answer(work)
+                    else:
+                        self._spawn(self._answer, work)
                     continue
             text, answer = _screen(line)
             if answer is not None:
@@ -337,11 +341,10 @@ class _Replay:
             if text is not None:
                 return text
 
+    async def _answer(self, work: Any) -> None:
+        import anyio.to_thread
 
-async def _in_worker(work: Any) -> Any:
-    import anyio.to_thread
-
-    return await anyio.to_thread.run_sync(work)
+        await self._out.send(await anyio.to_thread.run_sync(work))
 
 
 class _Loader(threading.Thread):
@@ -408,8 +411,10 @@ async def _run_sdk(server: Any, wire: _Wire, replay: list[bytes], drop_id: Any, 
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
     # The SDK annotates its streams as anyio AsyncFile but only iterates stdin and calls
     # write/flush on stdout, which _Replay and _Out provide.
-    async with stdio_server(stdin=_Replay(replay, bytes_in, stdout, fast), stdout=stdout) as (read, write):  # type: ignore[arg-type]
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    async with anyio.create_task_group() as answering:  # the fast path's answers: each finishes, also after EOF
+        stdin = _Replay(replay, bytes_in, stdout, fast, answering.start_soon)
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):  # type: ignore[arg-type]
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
 def _serve_wire(service: Any) -> None:

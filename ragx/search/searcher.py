@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..errors import CorruptIndexError, NoIndexError, UsageError
+from ..errors import FULL_RUN, CorruptIndexError, NoIndexError, UsageError
 from ..index.identity import check_embedder
 from ..index.layout import Layout
 from ..index.snapshot import Snapshot
@@ -93,7 +93,7 @@ class Searcher:
                 if self._adopt(manifest, failed):
                     yield self.snapshot  # type: ignore[misc]
                     return
-        raise CorruptIndexError(f"index generations in {self.layout.dir} keep vanishing while loading: run `ragx index --full`")
+        raise CorruptIndexError(f"index generations in {self.layout.dir} keep vanishing while loading: {FULL_RUN}")
 
     def _adopt(self, manifest: dict, failed: set[int]) -> bool:
         """Make the manifest's generation the loaded one; False when its folder vanished (retry)."""

@@ -64,23 +64,30 @@ def main(argv: list[str]) -> int:
     print(f"passes: {len(data['passes'])} queries, ready in {time.perf_counter() - started:.1f} s "
           f"(computed once in {data['meta']['seconds']:.1f} s)", flush=True)
     corpus, queries = data["corpus"], data["queries"]
-    live = [live_eval_seconds(corpus, queries, package_defaults())[0] for _ in range(args.live)]
+    live, live_cpu = [], []
+    for _ in range(args.live):
+        cpu = time.process_time()
+        live.append(live_eval_seconds(corpus, queries, package_defaults())[0])
+        live_cpu.append(time.process_time() - cpu)  # every thread of the process
     live_s = statistics.median(live)
     print(f"live: one evaluation of {args.dataset} {args.split} ({len(queries)} queries): {live_s:.2f} s "
           f"(median of {args.live}: {', '.join(f'{s:.2f}' for s in live)})", flush=True)
     figures = {"dataset": args.dataset, "split": args.split, "queries": len(queries), "live_seconds": live_s, "live_runs": live,
-               "live_trials_per_s": 1 / live_s, "batch": args.batch, "sweep": args.sweep, "load_average_before": load_before, "offline": {}}
+               "live_trials_per_s": 1 / live_s, "live_cpu_seconds": statistics.median(live_cpu), "batch": args.batch, "sweep": args.sweep, "load_average_before": load_before, "offline": {}}
     for sampler in samplers:
         out = run(config(sampler), n_trials=args.trials, sets=sets)  # the passes loaded above (one code version for the whole run)
+        cpu = out["cpu_seconds"]  # the trials' CPU time: a loaded machine stretches the wall time far more
         per_trial = out["seconds"] / out["trials"]
         phases = {k: round(1000 * v / out["trials"], 2) for k, v in out["timings"].items()}
         figures["offline"][sampler] = {"trials": out["trials"], "seconds": out["seconds"], "trials_per_s": 1 / per_trial,
                                        "ratio": live_s / per_trial, "block": block_of(config(sampler).optuna), "phases_ms_per_trial": phases,
+                                       "cpu_ms_per_trial": 1000 * cpu / out["trials"], "cpu_ratio": statistics.median(live_cpu) * out["trials"] / cpu,
                                        "best_value": out["study"].best_value, "load_average": os.getloadavg()}
         print(f"offline, {sampler}: {out['trials']} trials in {out['seconds']:.2f} s, {per_trial * 1000:.1f} ms per trial "
               f"(sampling, re-scoring, Optuna SQLite and MLflow SQLite writes; batch {args.batch}); "
               f"trials/s: live {1 / live_s:.3f}, offline {1 / per_trial:.1f}; offline is {live_s / per_trial:.0f}x live per trial; "
-              f"ms per trial by phase: {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}", flush=True)
+              f"ms per trial by phase: {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}; CPU {1000 * cpu / out['trials']:.1f} ms per trial "
+              f"({statistics.median(live_cpu) * out['trials'] / cpu:.0f}x a live evaluation's CPU)", flush=True)
     figures["load_average_after"] = os.getloadavg()
     print(f"load average: before {' '.join(f'{x:.2f}' for x in load_before)}, after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:

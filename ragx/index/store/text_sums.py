@@ -58,10 +58,17 @@ def _ids_and_texts(db: sqlite3.Connection) -> tuple[list[int], list[str]]:
 
 
 def altered_chunks(db: sqlite3.Connection) -> list[int]:
-    """Ids of the chunks whose text no longer matches its checksum (every row: `status --deep`)."""
-    rows = db.execute(f"SELECT id, text, {COLUMN} FROM chunks WHERE {COLUMN} IS NOT NULL").fetchall()
-    sums = text_sums([r[1] for r in rows])
-    return sorted(r[0] for r, s in zip(rows, sums) if r[2] != s)
+    """Ids of the chunks whose text no longer matches its checksum (every row: `status --deep`), in order."""
+    import numpy as np  # `status --deep` only
+
+    from ...text_keys import text_keys
+
+    rows = db.execute(f"SELECT id, text, {COLUMN} FROM chunks WHERE {COLUMN} IS NOT NULL ORDER BY id").fetchall()
+    if not rows:
+        return []
+    ids, texts, stored = zip(*rows)
+    differ = np.asarray(stored, dtype=np.int64) != text_keys(texts).view("int64")
+    return np.asarray(ids, dtype=np.int64)[differ].tolist()
 
 
 def altered_message(ids: Sequence[int]) -> str:
