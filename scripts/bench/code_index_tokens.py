@@ -40,7 +40,7 @@ batches = []
 def count(self, texts, batch_size=32, progress=None):
     ids = self._tokenize(list(texts))
     seen.append((batch_size, [len(i) for i in ids]))
-    batches.append(list(texts))
+    batches.append((batch_size, list(texts)))
     if progress:
         progress(len(texts))
     return np.full((len(texts), self.dim), 1.0 / np.sqrt(self.dim), np.float32)
@@ -98,6 +98,17 @@ def probe(source: Path, tree: Path, work: Path, name: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _model_batches(calls: list, counter) -> list[list[str]]:
+    """Each embedder call cut as the engine cuts it: longest first, `batch_size` texts a batch (an older
+    tree hands the engine all its texts in one call)."""
+    out = []
+    for size, texts in calls:
+        lengths = counter.count(texts)
+        ordered = [texts[i] for i in sorted(range(len(texts)), key=lambda i: -int(lengths[i]))]
+        out += [ordered[s : s + size] for s in range(0, len(ordered), size)]
+    return out
+
+
 def paired(work: Path, rounds: int) -> float:
     """new/old seconds embedding each side's batches, interleaved by their position in the run."""
     import time
@@ -105,7 +116,8 @@ def paired(work: Path, rounds: int) -> float:
     from ragx.models.embedded import DEFAULT_MODEL, EmbeddedEmbedder, resolve_model
 
     engine = EmbeddedEmbedder(resolve_model(DEFAULT_MODEL)[1])
-    sides = {name: json.loads((work / f"{name}.json").read_text()) for name in ("new", "old")}
+    counter = engine.token_counter()
+    sides = {name: _model_batches(json.loads((work / f"{name}.json").read_text()), counter) for name in ("new", "old")}
     engine.embed_documents(sides["old"][0], batch_size=16)  # the session loaded before any timing
     events = sorted((i / len(b), name, i) for name, b in sides.items() for i in range(len(b)))
     spent = dict.fromkeys(sides, 0.0)
