@@ -48,17 +48,20 @@ def read_chunk_lists(folder: Path) -> ChunkLists:
     An index run asks three times (the ids indexed, the reusable vectors, the snapshot it builds on):
     read once (2 x 8 MB and a search at a million chunks), while neither file changes identity (inode,
     size, mtime, ctime). The arrays are read-only: every caller shares them."""
+    global _LAST
     key = (os.fspath(folder), _identity(folder / CHUNKS), _identity(folder / CHUNKS_DELTA))
-    if _LAST[0] != key:
-        lists = _read_chunk_lists(folder)
-        for array in (lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids, lists.slots):
-            if array is not None:
-                array.setflags(write=False)
-        _LAST[:] = [key, lists]
-    return _LAST[1]
+    last = _LAST  # one read of the pair: a server's search and index threads may both be here
+    if last is not None and last[0] == key:
+        return last[1]
+    lists = _read_chunk_lists(folder)
+    for array in (lists.ids, lists.file_ids, lists.base_ids, lists.delta_ids, lists.slots):
+        if array is not None:
+            array.setflags(write=False)
+    _LAST = (key, lists)  # replaced whole, never changed in place
+    return lists
 
 
-_LAST: list = [None, None]  # (the key of the lists last read, those lists)
+_LAST: tuple | None = None  # (the key of the lists last read, those lists)
 
 
 def _identity(path: Path) -> tuple[int, ...] | None:
