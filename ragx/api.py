@@ -304,6 +304,13 @@ class Corpus:
             searcher.refresh()
         return report
 
+    def watch(self, say: Callable[[str], None], *, on_quiet: Callable[[], bool] | None = None, quiet_seconds: float = 1.0) -> None:
+        """Keep `ragx watch`'s change feed for this corpus until interrupted (ragx/index/watcher.py): index
+        runs meanwhile look only at what changed. `on_quiet`: called once changes settle (an index run)."""
+        from .index.watcher import watch
+
+        watch(self.root, self.layout.dir, say, on_quiet, quiet_seconds)
+
     def _was_indexed(self, only: str) -> bool:
         """Whether the index holds `only` or files below it (a deleted path may still be refreshed)."""
         if only == ".":

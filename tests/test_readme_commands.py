@@ -131,10 +131,43 @@ def test_the_readmes_everyday_commands_run_in_order_on_a_small_corpus(tmp_path, 
     lines = EVERYDAY.search((ROOT / "README.md").read_text(encoding="utf-8")).group(1).splitlines()
     ran = 0
     for tokens in (t for line in lines for t in _segments(line)):
+        if tokens[1] == "watch":  # runs until stopped: stopped here once its first index run is done
+            _stop_watch_after_its_first_index_run(monkeypatch)
         code, _, err = call(capsys, *tokens[1:])
         assert code in (0, 1, None), f"{' '.join(tokens)} exited {code}: {err}"
         ran += 1
     assert ran >= 8
+
+
+def _stop_watch_after_its_first_index_run(monkeypatch) -> None:
+    """`ragx watch` indexes in a process of its own (which would not have this test's fake model): here
+    its index run happens in this process, and the watcher is interrupted (Ctrl-C) right after it."""
+    from ragx.api import Corpus
+    from ragx.cli import watch_cmd
+    from ragx.index import watcher
+
+    done: list[object] = []
+
+    class InProcess:
+        def __init__(self, root: str) -> None:
+            self.root = root
+
+        def start(self) -> bool:
+            done.append(Corpus.open(self.root).index())
+            return True
+
+        def stop(self) -> None:
+            pass
+
+    real_read = watcher.Watcher.read
+
+    def read(self, timeout_ms: int) -> bool:
+        if done:
+            raise KeyboardInterrupt
+        return real_read(self, timeout_ms)
+
+    monkeypatch.setattr(watch_cmd, "_IndexRuns", InProcess)
+    monkeypatch.setattr(watcher.Watcher, "read", read)
 
 
 def test_the_readme_stays_short_and_every_install_block_is_checked():

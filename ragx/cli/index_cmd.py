@@ -85,6 +85,8 @@ def index_command(
         f"{counted(report.communities, 'community', 'communities')}; "
         f"{report.seconds:.1f} s ({report.chunks_per_second:.1f} chunks/s)"
     )
+    if report.scan_note:  # `ragx watch` runs, yet every file was walked: why
+        err.print(f"scan: {report.scan_note}")
     if json_out:
         payload = dataclasses.asdict(report)
         payload["chunks_per_second"] = report.chunks_per_second

@@ -23,7 +23,7 @@ from .app import PIPE_CLOSED, app, invocation, visible
 COMMAND_MODULES = {
     "config": "config_cmd", "data": "data_cmd", "doctor": "doctor_cmd", "eval": "eval_cmd",
     "index": "index_cmd", "init": "init_cmd", "inspect": "inspect_cmd", "mcp": "mcp_cmd",
-    "query": "query_cmd", "serve": "serve_cmd", "status": "status_cmd", "version": "version_cmd",
+    "query": "query_cmd", "serve": "serve_cmd", "status": "status_cmd", "version": "version_cmd", "watch": "watch_cmd",
     "export": "export_cmd", "import": "export_cmd", "models": "models_cmd",
 }
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import CorruptIndexError
+from . import feed
 from .arrays import build_arrays
 from .dates import git_dates
-from .diff import CONFIRM_ALL, CorpusDiff, scan_start_ns
+from .diff import CONFIRM_ALL, CorpusDiff, discover_settings, scan_start_ns
 from .identity import check_identity, index_identity
 from .journal import discard_journals
 from .labels import TERMS_CACHE
@@ -62,9 +63,12 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     layout.remove_stale(keep={generation, generation - 1})
     started_ns = scan_start_ns()  # before the walk (ragx/index/diff.py: what the next run compares ctimes with)
     with report.stage("plan"):
-        diff = scan(layout, store, settings, full, only, report, reporter, _compare_since(manifest, only))
+        # `ragx watch`'s feed: asked before the walk, so whatever changes after its answer is heard again
+        heard, rules = _hear(layout, manifest, settings, report) if only is None else (feed.Heard(None, None, None), "")
+        diff = scan(layout, store, settings, full, only, report, reporter, _compare_since(manifest, only), heard.focus)
     # Recorded only by a run that saw every indexed file; otherwise the older start stays (still true).
     started = started_ns if full or diff.complete else None
+    cursor = _cursor(heard, rules, diff, started)
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
     # A generation from before BM25's postings gets them on the next run, changed files or not.
     converted = have_arrays and not has_postings(manifest)
@@ -72,14 +76,14 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
         rows = undecodable_rows(diff.undecodable)
         if diff.touched or {p: (s, m) for p, s, m in rows} != store.undecodable():
             store.record_undecodable(diff.touched, rows)
-        _record_scan_start(store, manifest, diff, started)
+        _record_scan_start(store, manifest, diff, started, cursor)
         _no_new_generation(layout, store, report)
         return
     with report.stage("plan"):
         change = plan(layout, store, settings, embedder, diff, manifest, full, reporter, report)
     if have_arrays and change.only_undecodable and not converted:  # nothing indexable changed: no new generation
         store.record_undecodable(change.touched, change.undecodable)
-        _record_scan_start(store, manifest, diff, started)
+        _record_scan_start(store, manifest, diff, started, cursor)
         _no_new_generation(layout, store, report)
         return
     arrays = build_arrays(layout, store, manifest, change, settings, embedder.dim, report.stage)
@@ -87,19 +91,20 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     with report.stage("write"):
         checksums = arrays.write(layout, new_gen)
     with report.stage("store"):
-        _commit(layout, store, change, arrays, identity, new_gen, checksums, started)
+        _commit(layout, store, change, arrays, identity, new_gen, checksums, started, cursor)
     discard_journals(layout.dir)  # the vectors it kept are committed now (ragx/index/journal.py)
     layout.remove_stale(keep={new_gen, generation})
     _fill_counts(store, report)
 
 
 def _commit(layout: Layout, store: Store, change, arrays, identity: dict, new_gen: int, checksums: dict[str, str],
-            started: int | None) -> None:
+            started: int | None, cursor: dict | None) -> None:
     store.apply(
         change,
         arrays,
         identity
         | ({SCAN_STARTED: started} if started is not None else {})  # None: the recorded one stays
+        | ({feed.CURSOR_KEY: cursor} if cursor is not None else {})
         | {
             "generation": new_gen,
             "next_chunk_id": change.next_chunk,
@@ -125,14 +130,39 @@ def _compare_since(manifest: dict, only: str | None) -> int | None:
     return recorded
 
 
-def _record_scan_start(store: Store, manifest: dict, diff: CorpusDiff, started: int | None) -> None:
+def _hear(layout: Layout, manifest: dict, settings: Settings, report: IndexReport) -> tuple[feed.Heard, str]:
+    """Ask `ragx watch` (if one runs) for the changes since the last run's cursor (ragx/index/feed.py)."""
+    from ..ingest.discover import ignore_files_above
+
+    rules = feed.rules_fingerprint(repr(discover_settings(settings)), ignore_files_above(layout.root))
+    heard = feed.hear(layout.dir, manifest, rules)
+    if heard.why_not is not None:
+        report.scan_note = heard.why_not
+    return heard, rules
+
+
+def _cursor(heard: feed.Heard, rules: str, diff: CorpusDiff, started: int | None) -> dict | None:
+    """The feed cursor this run records: where the watcher's log stood when the run began, if the run saw
+    every indexed file (as for its scan start). A corpus the feed cannot stand for (followed links,
+    hard-linked files) records why, so the next run walks every file without asking again."""
+    if heard.answer is None or started is None:
+        return None
+    return feed.cursor_of(heard.answer, rules, diff.feed_unsafe)
+
+
+def _record_scan_start(store: Store, manifest: dict, diff: CorpusDiff, started: int | None, cursor: dict | None) -> None:
     """A run without a new generation records its scan start only where that spares later work: files
     it read only because their ctime is past the recorded start, and files whose stat it rewrote
     (touched: their new ctime is past it too), would be read again by every run; an index from before
     scan starts were recorded gets its first. Else nothing is written (the older start stays true, see
     ragx/index/diff.py)."""
+    values: dict = {}
     if started is not None and (diff.rehashed or diff.touched or scan_started(manifest) is None):
-        store.record_manifest({SCAN_STARTED: started})
+        values[SCAN_STARTED] = started
+    if cursor is not None and cursor != manifest.get(feed.CURSOR_KEY):  # the next run reads the feed from here
+        values[feed.CURSOR_KEY] = cursor
+    if values:
+        store.record_manifest(values)
 
 
 def _no_new_generation(layout: Layout, store: Store, report: IndexReport) -> None:

@@ -52,6 +52,7 @@ from ..ingest.discover import (
     NotUTF8Error,
     Problem,
     discover,
+    discover_within,
     hash_bytes,
     mtime_is_clamped,
     read_text,
@@ -87,6 +88,10 @@ class CorpusDiff:
     # Whether every indexed file was seen and, where needed, read: only then may a run record its own
     # scan start (see the module docstring). Not so after an unreadable path, or for a part of the corpus.
     complete: bool = True
+    # Why a change feed cannot stand in for the full walk in this corpus (Discovery.feed_unsafe).
+    feed_unsafe: str | None = None
+    # The folders a change feed named, when the run looked at those alone (None: it walked every file).
+    focused: int | None = None
 
     def unreadable_of(self, paths) -> list[str]:
         """Those of `paths` (stored files the walk did not return) that are unreadable, not gone."""
@@ -126,23 +131,42 @@ def discover_settings(settings: Settings) -> DiscoverSettings:
     )
 
 
+@dataclass(frozen=True)
+class Within:
+    """A diff limited to the folders a change feed named (ragx/index/feed.py): `stored` holds the indexed
+    files in their scope (Store.files_within), `total` counts every indexed file."""
+
+    deep: tuple[str, ...]
+    shallow: tuple[str, ...]
+    stored: StoredFiles
+    total: int
+
+
 def diff_corpus(
     root: Path, settings: Settings, stored: StoredFiles | None = None, undecodable: dict[str, tuple[int, int]] | None = None,
-    scan_started_ns: int | None = None,
+    scan_started_ns: int | None = None, within: Within | None = None,
 ) -> CorpusDiff:
     """`stored`: the index's files (None: none, every file is new); `undecodable`: {path: (size, mtime_ns)}
     of files known not to be UTF-8 (Store.undecodable); `scan_started_ns`: the scan start the last run
-    recorded (`store.scan_started(manifest)`; None: size and mtime alone decide, as before it was recorded)."""
+    recorded (`store.scan_started(manifest)`; None: size and mtime alone decide, as before it was recorded).
+    `within`: look only there (every other indexed file is unchanged); raises FeedUnsafe when that
+    cannot stand in for the full walk."""
+    if within is not None:
+        stored = within.stored
     stored = stored if stored is not None else StoredFiles()
     undecodable = undecodable or {}
     stats = stored.stats
     since = written_since(scan_started_ns)
-    found: Discovery = discover(root, discover_settings(settings), stats | undecodable if undecodable else stats, since,
-                                unchanged_of=stats)  # unchanged files come back by path alone (found.unchanged)
+    known = stats | undecodable if undecodable else stats
+    if within is None:
+        found: Discovery = discover(root, discover_settings(settings), known, since,
+                                    unchanged_of=stats)  # unchanged files come back by path alone (found.unchanged)
+    else:
+        found = discover_within(root, discover_settings(settings), within.deep, within.shallow, known, since, unchanged_of=stats)
     if found.include_unmatched:
         raise IncludeMatchesNothing(_include_matches_nothing(settings, found.include_unmatched))
     out = CorpusDiff(problems=list(found.problems), skipped=list(found.skipped), unread=list(found.unread),
-                     complete=not found.unread, unchanged=len(found.unchanged))
+                     complete=not found.unread, unchanged=len(found.unchanged), feed_unsafe=found.feed_unsafe)
     stored.prefetch(f.path for f in found.files)  # the rows the loop may compare with, in one read
     for f in found.files:
         stat = stats.get(f.path)
@@ -164,7 +188,21 @@ def diff_corpus(
         else:
             _compare_content(f, stored[f.path], out)
     out.deleted = _deleted(stored, found)
+    if within is not None:
+        out.unchanged += within.total - len(stored)  # outside the scope: no change was heard there
+        out.focused = len(within.deep) + len(within.shallow)
+        _keep_undecodable_outside(out, undecodable, within)
     return out
+
+
+def _keep_undecodable_outside(out: CorpusDiff, undecodable: dict[str, tuple[int, int]], within: Within) -> None:
+    """The files remembered as undecodable outside the scope stay remembered (the run rewrites the list
+    from what its diff found)."""
+    from .feed import in_scope
+
+    for path, (size, mtime_ns) in undecodable.items():
+        if not in_scope(path, within.deep, within.shallow):
+            out.undecodable.append(FoundFile(path, "", size, mtime_ns))
 
 
 def _deleted(stored: StoredFiles, found: Discovery) -> list[FileRow]:

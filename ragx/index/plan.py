@@ -20,13 +20,14 @@ from ..errors import FULL_RUN, CorruptIndexError, UsageError
 from ..ingest import pdf
 from ..ingest.anchors import extract as extract_anchors
 from ..ingest.chunk import Chunk, ChunkSettings, chunk_text, detect_kind
-from ..ingest.discover import FoundFile, hash_bytes, read_text
+from ..ingest.discover import FeedUnsafe, FoundFile, hash_bytes, read_text
 from ..ingest.filetypes import MARKDOWN, is_pdf
 from ..ingest.links import extract as extract_links
 from ..lookup import find_sorted
 from ..text_keys import text_keys
-from .diff import CorpusDiff, diff_corpus
+from .diff import CorpusDiff, Within, diff_corpus
 from .embedding import embed_new
+from .feed import Focus
 from .journal import VectorJournal
 from .layout import Layout
 from .manifest_values import MAX_CHUNK_ID
@@ -88,6 +89,10 @@ class IndexReport:
     # Wall seconds per stage of the run, in the order run: plan (scan, chunk, embed), vectors (the ANN
     # index), graph (kNN lists, edge weights, rows), communities, write (the generation folder), store.
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # How the run found its changes: "feed" (the paths `ragx watch` heard, ragx/index/feed.py), else
+    # "walk" (every file); `scan_note` says why a watched corpus was walked.
+    scan_kind: str = "walk"
+    scan_note: str | None = None
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -139,16 +144,22 @@ class ChangeSet:
 
 
 def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str | None, report: IndexReport, reporter: Reporter,
-         since: int | None = None) -> CorpusDiff:
+         since: int | None = None, focus: Focus | None = None) -> CorpusDiff:
     """The diff of an index run; `full` makes every found file new and every stored one deleted.
-    `since`: the last run's scan start (ragx/index/diff.py: files written since are compared by content)."""
-    stored = store.files(rows_on_demand=True)  # under the writer lock: rows read when needed
-    diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable(),
-                       None if full else since)
+    `since`: the last run's scan start (ragx/index/diff.py: files written since are compared by content).
+    `focus`: the folders a trusted change feed named (ragx/index/feed.py): only they are looked at."""
+    # (an index with no trusted scan start compares every file once: CONFIRM_ALL, ragx/index/diff.py)
+    use_focus = focus is not None and not full and only is None and bool(since)
+    diff = _focused(layout, store, settings, since, focus, report) if use_focus and focus is not None else None
+    stored = store.files(rows_on_demand=True) if diff is None else None  # under the writer lock: rows read when needed
+    if diff is None:
+        diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable(),
+                           None if full else since)
     if only is not None and not full:
         diff = diff.restricted_to(only)
     report.new, report.changed, report.unchanged = len(diff.new), len(diff.changed), diff.unchanged
     if full:
+        assert stored is not None
         found = {f.path for f in diff.new}
         _refuse_to_drop_unreadable(diff.unreadable_of(path for path in stored if path not in found))
         report.deleted = sum(1 for path in stored if path not in found)
@@ -159,6 +170,19 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
     for p in diff.problems:
         reporter.warn(f"{p.path}: {p.reason}")
     report.skipped = len(diff.skipped)
+    return diff
+
+
+def _focused(layout: Layout, store: Store, settings: Settings, since: int | None, focus: Focus, report: IndexReport) -> CorpusDiff | None:
+    """The diff of the feed's folders alone; None (and why, in the report) when that cannot stand in for
+    the full walk."""
+    stored, total = store.files_within(focus.deep, focus.shallow)
+    try:
+        diff = diff_corpus(layout.root, settings, None, store.undecodable(), since, Within(focus.deep, focus.shallow, stored, total))
+    except FeedUnsafe as exc:
+        report.scan_note = f"walked every file: {exc}"
+        return None
+    report.scan_kind = "feed"
     return diff
 
 

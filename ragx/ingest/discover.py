@@ -29,11 +29,14 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "DiscoverSettings",
     "Discovery",
+    "FeedUnsafe",
     "FoundFile",
     "NotUTF8Error",
     "Problem",
     "discover",
+    "discover_within",
     "hash_bytes",
+    "ignore_files_above",
     "mtime_is_clamped",
     "read_text",
 ]
@@ -92,6 +95,15 @@ class Discovery:
     # Paths of files found as `unchanged_of` holds them (same size and mtime, inode unchanged since
     # `known_until_ns`), when the caller asked: left out of `files` (unsorted; the diff counts them).
     unchanged: list[str] = field(default_factory=list)
+    # Why a change feed (ragx/index/feed.py) cannot stand in for this walk: a followed symbolic link (an
+    # edit of its target raises an event under another path), a hard-linked file (an edit through its
+    # other name raises none here). None: nothing of the kind was met.
+    feed_unsafe: str | None = None
+
+
+class FeedUnsafe(Exception):
+    """A walk limited to the paths a change feed named met what the feed cannot see (FoundFile.feed_unsafe):
+    the caller walks every file instead."""
 
 
 def mtime_is_clamped(mtime_ns: int) -> bool:
@@ -200,6 +212,14 @@ def _ignored(rel: str, levels: _Levels) -> bool:
         if result.include is not None:
             return bool(result.include)
     return False
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _plain_type(name: str) -> bool:
@@ -435,6 +455,7 @@ class _Walker:
                 if is_link:
                     if not settings.follow_symlinks:
                         continue
+                    self.out.feed_unsafe = "symbolic links are followed"
                     try:
                         st = os.stat(entry.path)
                     except FileNotFoundError:
@@ -467,6 +488,8 @@ class _Walker:
             stats = [entry.stat(follow_symlinks=False) for entry in entries]
         except OSError:  # vanished or unreadable: the general rules say what, entry by entry
             return entries
+        if any(st.st_nlink > 1 for st in stats if stat_mod.S_ISREG(st.st_mode)):
+            self.out.feed_unsafe = "some files are hard-linked"
         assert self.unchanged_of is not None
         stored, keys = self.unchanged_of.get, [rel_prefix + entry.name for entry in entries]
         until = _MTIME_NS_MAX if self.known_until_ns is None else self.known_until_ns
@@ -483,15 +506,16 @@ class _Walker:
         self.out.unchanged.extend(key for key, hit in zip(keys, same) if hit)
         return [entry for entry, hit in zip(entries, same) if not hit]
 
+    def left_out(self, name: str, rel_dir: str, levels: _Levels) -> bool:
+        """Whether the walk leaves out the folder `name` at `rel_dir` ("a/b/") by its path alone."""
+        return (name in ALWAYS_SKIPPED_DIRS or bool(levels and _ignored(rel_dir, levels))
+                or (self.exclude is not None and self.exclude.match_file(rel_dir)))
+
     def visit_dir(self, entry, dir_real, rel, levels, ancestors, is_link, stack) -> None:
         """Queue a subdirectory, or set aside a link to one (see follow_links), unless it is skipped,
         ignored, a cycle or a folder walked already."""
-        if entry.name in ALWAYS_SKIPPED_DIRS:
-            return
         rel_dir = rel + "/"
-        if levels and _ignored(rel_dir, levels):
-            return
-        if self.exclude is not None and self.exclude.match_file(rel_dir):
+        if self.left_out(entry.name, rel_dir, levels):
             return
         if is_link:
             real = self.followed(entry, rel, lambda real: "symlink cycle" if real in ancestors else None)
@@ -569,6 +593,8 @@ class _Walker:
             except OSError as exc:
                 self.unreadable(rel, exc)
                 return
+            if st.st_nlink > 1 and stat_mod.S_ISREG(st.st_mode):
+                self.out.feed_unsafe = "some files are hard-linked"
         if not stat_mod.S_ISREG(st.st_mode):
             self.skip(rel, "not a regular file")
             return
@@ -600,6 +626,76 @@ class _Walker:
             self.skip(rel, "binary")
             return
         self.out.files.append(FoundFile(rel, entry.path, st.st_size, mtime_ns, ctime_ns))
+
+    # ---- a walk limited to the folders a change feed named (ragx/index/feed.py)
+
+    def run_within(self, deep: tuple[str, ...], shallow: tuple[str, ...]) -> Discovery:
+        """Walk the folders of `deep` whole and list those of `shallow` (their own entries), each under
+        the rules the full walk would apply there. FeedUnsafe when that cannot stand in for the full walk."""
+        self.inner: dict[str, _Levels | None] = {}
+        for rel in deep:
+            queued = self.queued_for(rel)
+            if queued is not None:
+                self.walk_tree(queued)
+        for rel in shallow:
+            queued = self.queued_for(rel)
+            if queued is not None:
+                self.walk_dir(queued, [])  # its subfolders: those a feed named are in `deep`
+        if self.out.feed_unsafe is not None or self.links or self.file_links:
+            raise FeedUnsafe(self.out.feed_unsafe or "symbolic links are followed")
+        self.out.files.sort(key=lambda f: f.path)
+        self.out.problems.sort(key=lambda p: p.path)
+        self.out.skipped.sort(key=lambda p: p.path)
+        self.out.unread.sort()
+        return self.out
+
+    def queued_for(self, rel: str) -> _Queued | None:
+        """The folder `rel` ("" = the root) as the full walk would queue it; None when the walk does not
+        enter it (gone, not a folder, a dot-folder, skipped, ignored, excluded)."""
+        if not rel:
+            return _Queued(self.root_abs, self.root_real, "", self.repository_levels(), frozenset((self.root_real,)))
+        parent, _, name = rel.rpartition("/")
+        levels = self.inner_levels(parent)
+        if levels is None or not self.enters(rel, name, levels):
+            return None
+        real = os.path.join(self.root_real, rel)
+        return _Queued(os.path.join(self.root_abs, rel), real, rel + "/", levels, frozenset((real,)))
+
+    def inner_levels(self, rel: str) -> _Levels | None:
+        """The rules in force for the entries of folder `rel` (its own .gitignore included); None when
+        the walk does not enter it. Each folder's once."""
+        if rel in self.inner:
+            return self.inner[rel]
+        if not rel:
+            levels: _Levels | None = self.own_rules(self.root_abs, "", self.repository_levels())
+        else:
+            parent, _, name = rel.rpartition("/")
+            outer = self.inner_levels(parent)
+            levels = None
+            if outer is not None and self.enters(rel, name, outer):
+                levels = self.own_rules(os.path.join(self.root_abs, rel), rel + "/", outer)
+        self.inner[rel] = levels
+        return levels
+
+    def own_rules(self, folder: str, rel_prefix: str, levels: _Levels) -> _Levels:
+        path = os.path.join(folder, _GITIGNORE)
+        return self.load_gitignore(path, rel_prefix, levels) if os.path.isfile(path) else levels
+
+    def enters(self, rel: str, name: str, levels: _Levels) -> bool:
+        """Whether the walk, listing the folder above, would enter the folder `rel`."""
+        if name[0] == "." or not _utf8(name):
+            return False
+        try:
+            st = os.lstat(os.path.join(self.root_abs, rel))
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:  # the full walk says what cannot be read, and keeps what is indexed there
+            raise FeedUnsafe(f"{rel}: {_reason(exc)}") from None
+        if stat_mod.S_ISLNK(st.st_mode):
+            if self.settings.follow_symlinks:
+                raise FeedUnsafe("symbolic links are followed")
+            return False
+        return stat_mod.S_ISDIR(st.st_mode) and not self.left_out(name, rel + "/", levels)
 
     def link_target(self, path: str, rel: str) -> str | None:
         """The real path a symlink points to, or None (reported) when it leaves the root."""
@@ -643,3 +739,40 @@ def discover(root: str | Path, settings: DiscoverSettings | None = None,
     in `Discovery.unchanged` by path alone instead of `files` (a drift check of 100,000 files then makes
     no tuple, sorts nothing and compares nothing again for them)."""
     return _Walker(os.fspath(root), settings or DiscoverSettings(), known, known_until_ns, unchanged_of).run()
+
+
+def discover_within(root: str | Path, settings: DiscoverSettings, deep: tuple[str, ...], shallow: tuple[str, ...],
+                    known: Mapping[str, tuple[int, int]] | None = None, known_until_ns: int | None = None,
+                    unchanged_of: Mapping[str, tuple[int, int]] | None = None) -> Discovery:
+    """`discover` limited to the folders a change feed named: `deep` walked whole, `shallow` listed
+    (their own entries), under the rules the full walk applies there. Raises FeedUnsafe when it cannot
+    stand in for the full walk (a followed link or a hard-linked file met, a folder above one of them
+    unreadable); `include_unmatched` is not judged (no run sees every path)."""
+    walker = _Walker(os.fspath(root), settings, known, known_until_ns, unchanged_of)
+    if not os.path.isdir(walker.root_abs):
+        raise FeedUnsafe("the root is not a folder")
+    return walker.run_within(deep, shallow)
+
+
+def ignore_files_above(root: str | Path) -> list[tuple[str, int, int, int]]:
+    """(path, size, mtime_ns, ctime_ns; -1s when absent) of every ignore file above the root the walk may
+    read (the enclosing repository's info/exclude, each .gitignore from its top to the root's parent):
+    edits of them raise no event inside the root, so a change feed compares these instead."""
+    root_real = os.path.realpath(root)
+    repository = _enclosing_repository(root_real)
+    if repository is None:
+        return []
+    top, gitdir = repository
+    paths = [_info_exclude(gitdir)] if gitdir is not None else []
+    folder = top
+    for name in _posix_rel(root_real, top).split("/")[:-1]:
+        paths.append(os.path.join(folder, _GITIGNORE))
+        folder = os.path.join(folder, name)
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            out.append((path, -1, -1, -1))
+    return out

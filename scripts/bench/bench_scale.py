@@ -8,10 +8,13 @@ load; only the edits need a quiet machine):
 
     nice -n 10 python scripts/bench/bench_scale.py --sizes 10000 100000 1000000 --work DIR --build-only
     python scripts/bench/bench_scale.py --sizes 10000 100000 1000000 --work DIR --incremental-edits 5
+    python scripts/bench/bench_scale.py --sizes 10000 100000 1000000 --work DIR --incremental-edits 5 --watch
 
 --build-only generates each corpus (or reuses DIR's with --keep-corpus) and runs the full index, nothing
 else; --incremental-edits then edits one more file per run and times each run in a fresh process
 (medians of the runs, the load average before and after). Each call edits other files than the last.
+--watch runs `ragx watch --no-index` on the corpus meanwhile, so each run looks only at what changed
+(ragx/index/feed.py); its first run walks every file and is not counted.
 
 Corpus: markdown files of 10 sections, one section ~ one chunk, written from a Zipf vocabulary of
 20,000 pseudo-words plus real English function words, with topic structure (each file draws most of
@@ -208,7 +211,7 @@ def step_index(root: Path) -> dict:
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "embed_s": emb.seconds, "index_s_excl_embedding": wall - emb.seconds,
             "chunks": report.chunks, "embedded": report.embedded_chunks, "peak_rss_mb": _rss_mb(),
-            "stage_s": report.stage_seconds}
+            "stage_s": report.stage_seconds, "scan": report.scan_kind}
 
 
 def _percentiles(xs: list[float]) -> dict:
@@ -441,25 +444,54 @@ def build_only(n: int, work: Path, keep: bool) -> dict:
     return out
 
 
-def incremental_runs(n: int, work: Path, edits: int) -> dict:
+def _start_watcher(root: Path) -> subprocess.Popen:
+    """`ragx watch --no-index` on the corpus (ragx/index/watcher.py), once its first session is ready."""
+    ready = root / ".ragx" / "watch" / "watcher.json"
+    ready.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", "from ragx.cli.main import run; run()", "watch", "--no-index", "--root", str(root)],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise SystemExit(f"ragx watch did not start: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.05)
+    return proc
+
+
+def incremental_runs(n: int, work: Path, edits: int, watched: bool = False) -> dict:
     """One-file edits on the index a previous run left in --work (each in another folder, each run in a
     fresh process, timed from process start): the steady state of an index that is kept up to date.
-    Each call edits files the calls before did not (their count is kept in the work dir)."""
+    Each call edits files the calls before did not (their count is kept in the work dir). `watched`:
+    with `ragx watch` running, so that each run looks only at what changed (one uncounted edit first:
+    the first run of a watcher's session walks every file and records the cursor)."""
     root = work / f"n{n}" / "corpus"
     if not (root / ".ragx" / "index.sqlite").exists():
         raise SystemExit(f"no index at {root}: run --sizes {n} --build-only first")
     done_file = work / f"n{n}" / "edits-done"
     done = int(done_file.read_text()) if done_file.exists() else 0
-    load_before, runs = os.getloadavg(), []
-    for i in range(edits):
-        _edit_one_file(root, 1 + done + i)
-        done_file.write_text(str(done + i + 1))
-        t0 = time.perf_counter()
-        step = _child("_index", str(root))
-        runs.append(step | {"process_wall_s": time.perf_counter() - t0} | _generation_bytes(root))
-        print(f"[{n}] edit {i + 1}: {json.dumps(runs[-1])}", flush=True)
+    watcher = _start_watcher(root) if watched else None
+    try:
+        if watched:
+            done += 1
+            _edit_one_file(root, done)
+            done_file.write_text(str(done))
+            print(f"[{n}] first run of the watcher's session (not counted): {json.dumps(_child('_index', str(root)))}", flush=True)
+        load_before, runs = os.getloadavg(), []
+        for i in range(edits):
+            _edit_one_file(root, 1 + done + i)
+            done_file.write_text(str(done + i + 1))
+            t0 = time.perf_counter()
+            step = _child("_index", str(root))
+            runs.append(step | {"process_wall_s": time.perf_counter() - t0} | _generation_bytes(root))
+            print(f"[{n}] edit {i + 1}: {json.dumps(runs[-1])}", flush=True)
+    finally:
+        if watcher is not None:
+            watcher.terminate()
+            watcher.wait(30)
     walls = [r["process_wall_s"] for r in runs]
-    return {"chunks": runs[-1]["chunks"], "edits": edits, "median_process_wall_s": statistics.median(walls),
+    return {"chunks": runs[-1]["chunks"], "edits": edits, "watched": watched, "scans": sorted({r["scan"] for r in runs}),
+            "median_process_wall_s": statistics.median(walls),
             "walls_s": walls, "load_before": load_before, "load_after": os.getloadavg(), "runs": runs}
 
 
@@ -544,6 +576,7 @@ def main() -> None:
     ap.add_argument("--merge", action="store_true", help="keep the rows of other sizes already in --out (table and plot show all)")
     ap.add_argument("--keep-corpus", action="store_true", help="reuse a corpus generated by an earlier run in --work (its index is deleted)")
     ap.add_argument("--incremental-edits", type=int, default=0, help="only time this many one-file edits on the index already in --work")
+    ap.add_argument("--watch", action="store_true", help="with --incremental-edits: run `ragx watch` meanwhile (index runs read its feed)")
     ap.add_argument("--build-only", action="store_true", help="only generate each corpus and build its full index (for --incremental-edits)")
     ap.add_argument("--min-free-gb", type=float, default=MIN_FREE_GB, help="kill a step when the machine has less memory available")
     args = ap.parse_args()
@@ -553,7 +586,7 @@ def main() -> None:
             build_only(n, args.work, args.keep_corpus)
         return
     if args.incremental_edits:
-        rows = [incremental_runs(n, args.work, args.incremental_edits) for n in args.sizes]
+        rows = [incremental_runs(n, args.work, args.incremental_edits, args.watch) for n in args.sizes]
         for row in rows:
             print(json.dumps(row), flush=True)
         print(_edit_table(rows))

@@ -175,6 +175,30 @@ class FilesAndChunks(StoreBase):
         stats = dict(zip(paths.split("\0"), zip(map(int, sizes.split(",")), map(int, mtimes.split(",")))))
         return StoredFiles(stats=stats, fetch=self._file_rows)
 
+    def files_within(self, deep: Sequence[str], shallow: Sequence[str]) -> tuple[StoredFiles, int]:
+        """The files at or below the folders of `deep` and directly in those of `shallow` ("" = the root),
+        rows on demand as in `files`, and how many files the table holds in all. A range of the path
+        index per folder ("a/" <= path < "a0": every path that starts "a/"), not a read of every row;
+        only the root's own files need a pass over the table."""
+        clauses: list[str] = []
+        params: list[object] = []
+        for folder in deep:
+            if not folder:
+                return self.files(rows_on_demand=True), self.file_count()
+            clauses.append("SELECT path, size, mtime_ns FROM files WHERE path >= ? AND path < ?")
+            params += [folder + "/", folder + "0"]
+        for folder in shallow:
+            if not folder:
+                clauses.append("SELECT path, size, mtime_ns FROM files WHERE instr(path, '/') = 0")
+                continue
+            clauses.append("SELECT path, size, mtime_ns FROM files WHERE path >= ? AND path < ? AND instr(substr(path, ?), '/') = 0")
+            params += [folder + "/", folder + "0", len(folder) + 2]
+        rows = self.db.execute(" UNION ALL ".join(clauses), params).fetchall() if clauses else []
+        return StoredFiles(stats={path: (size, mtime) for path, size, mtime in rows}, fetch=self._file_rows), self.file_count()
+
+    def file_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM files").fetchone()[0])
+
     def _file_rows(self, paths: Sequence[str] | None) -> list[tuple[str, int, int, int, str]]:
         if paths is None:
             return self.db.execute(f"SELECT {_FILE_ROW} FROM files").fetchall()
