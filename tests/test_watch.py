@@ -341,3 +341,36 @@ def test_the_index_folder_removed_under_the_watcher(watched):
     (root / "b" / "again.md").write_text("# again\n\nwords after the index was removed\n")
     assert index(root).scan_kind == "feed"
     assert drift(root) == ZERO
+
+
+def test_changes_made_while_runs_read_the_feed_are_caught_by_the_next_run(watched):
+    """A writer keeps changing the corpus while index runs read the feed: whatever a run missed (written
+    after its barrier, or while it listed a folder), the next one finds. Once the writer stops, one more
+    run leaves nothing for a walk of every file to find."""
+    root, _ = watched
+    index(root)
+    stop, errors = threading.Event(), []
+
+    def writer():
+        rng, step = random.Random(5), 1000
+        while not stop.is_set():
+            try:
+                _random_step(root, rng, step)
+            except OSError:  # a folder another step of this writer just moved or dropped
+                pass
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+            step += 1
+            time.sleep(rng.random() * 0.01)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        kinds = [index(root).scan_kind for _ in range(15)]
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not errors, errors
+    assert kinds.count("feed") == len(kinds), kinds
+    assert index(root).scan_kind == "feed"
+    assert drift(root) == ZERO

@@ -360,6 +360,9 @@ class _Walker:
             self.drop_links_to_indexed_files()
         if self.include is not None and not self.include_matched:
             self.out.include_unmatched = self.include_unmatched
+        return self.sorted_out()
+
+    def sorted_out(self) -> Discovery:
         self.out.files.sort(key=lambda f: f.path)
         self.out.problems.sort(key=lambda p: p.path)
         self.out.skipped.sort(key=lambda p: p.path)
@@ -441,13 +444,10 @@ class _Walker:
             name = entry.name
             if name[0] == ".":
                 continue  # dot-files and dot-directories (.git, .venv, .ragx, .gitignore...)
-            if not name.isascii():  # an ASCII name is valid UTF-8: the common case skips the encode
-                try:
-                    name.encode("utf-8")
-                except UnicodeEncodeError:
-                    self.problem(rel_prefix + name.encode("utf-8", "surrogateescape").decode(
-                        "utf-8", "replace"), "file name is not valid UTF-8")
-                    continue
+            if not name.isascii() and not _utf8(name):  # an ASCII name is valid UTF-8: the common case skips the encode
+                self.problem(rel_prefix + name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                             "file name is not valid UTF-8")
+                continue
             rel = rel_prefix + name
             is_link = False
             try:
@@ -643,11 +643,7 @@ class _Walker:
                 self.walk_dir(queued, [])  # its subfolders: those a feed named are in `deep`
         if self.out.feed_unsafe is not None or self.links or self.file_links:
             raise FeedUnsafe(self.out.feed_unsafe or "symbolic links are followed")
-        self.out.files.sort(key=lambda f: f.path)
-        self.out.problems.sort(key=lambda p: p.path)
-        self.out.skipped.sort(key=lambda p: p.path)
-        self.out.unread.sort()
-        return self.out
+        return self.sorted_out()
 
     def queued_for(self, rel: str) -> _Queued | None:
         """The folder `rel` ("" = the root) as the full walk would queue it; None when the walk does not
@@ -683,7 +679,7 @@ class _Walker:
 
     def enters(self, rel: str, name: str, levels: _Levels) -> bool:
         """Whether the walk, listing the folder above, would enter the folder `rel`."""
-        if name[0] == "." or not _utf8(name):
+        if name[0] == "." or not (name.isascii() or _utf8(name)):
             return False
         try:
             st = os.lstat(os.path.join(self.root_abs, rel))
