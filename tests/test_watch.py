@@ -374,3 +374,31 @@ def test_changes_made_while_runs_read_the_feed_are_caught_by_the_next_run(watche
     assert kinds.count("feed") == len(kinds), kinds
     assert index(root).scan_kind == "feed"
     assert drift(root) == ZERO
+
+
+def test_an_imported_index_carries_no_cursor(watched, tmp_path, monkeypatch):
+    """An export's cursor names the exporter's watcher log: the import drops it, so the first run after
+    an import walks every file."""
+    from ragx.api import Corpus
+
+    root, _ = watched
+    index(root)
+    (root / "b" / "b0.md").write_text("# b0\n\nrewritten before the export\n")
+    index(root)
+    store = Store(Layout(root).db)
+    try:
+        assert "watch_cursor" in store.manifest()
+    finally:
+        store.close()
+    archive = tmp_path / "index.tar.gz"
+    corpus = Corpus.open(root).use_embedder(HashEmbedder())  # the index's own (fake) model
+    corpus.export_index(archive)
+    corpus.import_index(archive, force=True)
+    store = Store(Layout(root).db)
+    try:
+        assert "watch_cursor" not in store.manifest()
+    finally:
+        store.close()
+    report = index(root)
+    assert report.scan_kind == "walk" and "first run" in report.scan_note
+    assert drift(root) == ZERO

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Sequence
 
+from ..feed import CURSOR_KEY
 from .schema import SCAN_STARTED, StoreBase
 
 
@@ -49,6 +50,8 @@ class Transfer(StoreBase):
         with self.transaction() as db:
             self.write_manifest(db, {"generation": generation})
             db.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", [(s, m, p) for p, s, m in touched])
+            # The exporter's `ragx watch` cursor names its own watcher's log: never this one's.
+            db.execute("DELETE FROM manifest WHERE key = ?", (CURSOR_KEY,))
             if scan_started_ns is None:
                 db.execute("DELETE FROM manifest WHERE key = ?", (SCAN_STARTED,))
             else:
