@@ -90,8 +90,6 @@ class CorpusDiff:
     complete: bool = True
     # Why a change feed cannot stand in for the full walk in this corpus (Discovery.feed_unsafe).
     feed_unsafe: str | None = None
-    # The folders a change feed named, when the run looked at those alone (None: it walked every file).
-    focused: int | None = None
 
     def unreadable_of(self, paths) -> list[str]:
         """Those of `paths` (stored files the walk did not return) that are unreadable, not gone."""
@@ -190,7 +188,6 @@ def diff_corpus(
     out.deleted = _deleted(stored, found)
     if within is not None:
         out.unchanged += within.total - len(stored)  # outside the scope: no change was heard there
-        out.focused = len(within.deep) + len(within.shallow)
         _keep_undecodable_outside(out, undecodable, within)
     return out
 
