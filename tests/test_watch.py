@@ -259,7 +259,7 @@ def test_hard_linked_files_mean_a_walk(watched):
 
 def test_a_silent_watcher_is_waited_for_briefly_then_walked_past(corpus):
     index(corpus)
-    proc = subprocess.Popen([sys.executable, "-c", "from ragx.cli.main import run; run()", "watch", "--no-index", "--root", str(corpus)],
+    proc = subprocess.Popen([sys.executable, "-m", "ragx.cli.main", "watch", "--no-index", "--root", str(corpus)],
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -289,7 +289,7 @@ def test_the_cli_keeps_the_index_current(tmp_path):
     corpus = tmp_path / "small"
     (corpus / "b").mkdir(parents=True)
     (corpus / "b" / "horse.md").write_text("# horse\n\nhorses run in the field\n")
-    proc = subprocess.Popen([sys.executable, "-c", "from ragx.cli.main import run; run()", "watch", "--settle", "0.2", "--root", str(corpus)],
+    proc = subprocess.Popen([sys.executable, "-m", "ragx.cli.main", "watch", "--settle", "0.2", "--root", str(corpus)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         db = corpus / ".ragx" / "index.sqlite"
@@ -402,3 +402,32 @@ def test_an_imported_index_carries_no_cursor(watched, tmp_path, monkeypatch):
     report = index(root)
     assert report.scan_kind == "walk" and "first run" in report.scan_note
     assert drift(root) == ZERO
+
+
+def test_a_watcher_that_cannot_watch_says_so_and_tries_again(watched, monkeypatch):
+    """A folder it cannot watch (permissions, the watch limit) leaves the watcher not tracking: runs walk
+    every file and say why, each barrier is answered once, and the next run's barrier retries."""
+    from ragx.index import watcher as watcher_module
+
+    root, running = watched
+    running.stop()
+    real = watcher_module.Watcher._watch_tree
+    failures = iter([True, True])  # the session's start, then the first run's retry
+
+    def watch_tree(self, top, rel):
+        if next(failures, False):
+            raise watcher_module._Lost("cannot watch b: permission denied")
+        return real(self, top, rel)
+
+    monkeypatch.setattr(watcher_module.Watcher, "_watch_tree", watch_tree)
+    again = Running(root)
+    try:
+        report = index(root)
+        assert report.scan_kind == "walk" and "not tracking (cannot watch b: permission denied)" in report.scan_note
+        assert not [p.name for p in feed_dir(root / ".ragx").iterdir() if p.name.startswith(("answer-", "barrier-"))]
+        index(root)  # its barrier's retry succeeds: a session to trust from here
+        (root / "b" / "late.md").write_text("# late\n\nwritten once the watcher could watch\n")
+        assert index(root).scan_kind == "feed"
+        assert drift(root) == ZERO
+    finally:
+        again.stop()

@@ -28,7 +28,7 @@ class _IndexRuns:
                 return False  # ask again when this one ends
             if code != 0:
                 err.print(f"watch: `ragx index` exited {code}; watching on")
-        self.running = subprocess.Popen([sys.executable, "-c", "from ragx.cli.main import run; run()", "index", "--root", self.root])
+        self.running = subprocess.Popen([sys.executable, "-m", "ragx.cli.main", "index", "--root", self.root])
         return True
 
     def stop(self) -> None:

@@ -64,11 +64,11 @@ def _run(layout: Layout, store: Store, settings: Settings, embedder, *, full: bo
     started_ns = scan_start_ns()  # before the walk (ragx/index/diff.py: what the next run compares ctimes with)
     with report.stage("plan"):
         # `ragx watch`'s feed: asked before the walk, so whatever changes after its answer is heard again
-        heard, rules = _hear(layout, manifest, settings, report) if only is None else (feed.Heard(None, None, None), "")
+        heard = _hear(layout, manifest, settings, report) if only is None else feed.Heard(None, None, None)
         diff = scan(layout, store, settings, full, only, report, reporter, _compare_since(manifest, only), heard.focus)
     # Recorded only by a run that saw every indexed file; otherwise the older start stays (still true).
     started = started_ns if full or diff.complete else None
-    cursor = _cursor(heard, rules, diff, started)
+    cursor = _cursor(heard, diff, started)
     have_arrays = generation > 0 and (layout.gen(generation) / HNSW).exists()
     # A generation from before BM25's postings gets them on the next run, changed files or not.
     converted = have_arrays and not has_postings(manifest)
@@ -130,24 +130,24 @@ def _compare_since(manifest: dict, only: str | None) -> int | None:
     return recorded
 
 
-def _hear(layout: Layout, manifest: dict, settings: Settings, report: IndexReport) -> tuple[feed.Heard, str]:
+def _hear(layout: Layout, manifest: dict, settings: Settings, report: IndexReport) -> feed.Heard:
     """Ask `ragx watch` (if one runs) for the changes since the last run's cursor (ragx/index/feed.py)."""
     from ..ingest.discover import ignore_files_above
 
-    rules = feed.rules_fingerprint(repr(discover_settings(settings)), ignore_files_above(layout.root))
-    heard = feed.hear(layout.dir, manifest, rules)
+    heard = feed.hear(layout.dir, manifest,
+                      lambda: feed.rules_fingerprint(repr(discover_settings(settings)), ignore_files_above(layout.root)))
     if heard.why_not is not None:
         report.scan_note = heard.why_not
-    return heard, rules
+    return heard
 
 
-def _cursor(heard: feed.Heard, rules: str, diff: CorpusDiff, started: int | None) -> dict | None:
+def _cursor(heard: feed.Heard, diff: CorpusDiff, started: int | None) -> dict | None:
     """The feed cursor this run records: where the watcher's log stood when the run began, if the run saw
     every indexed file (as for its scan start). A corpus the feed cannot stand for (followed links,
     hard-linked files) records why, so the next run walks every file without asking again."""
     if heard.answer is None or started is None:
         return None
-    return feed.cursor_of(heard.answer, rules, diff.feed_unsafe)
+    return feed.cursor_of(heard.answer, heard.rules, diff.feed_unsafe)
 
 
 def _record_scan_start(store: Store, manifest: dict, diff: CorpusDiff, started: int | None, cursor: dict | None) -> None:

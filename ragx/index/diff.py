@@ -58,6 +58,7 @@ from ..ingest.discover import (
     read_text,
 )
 from ..ingest.filetypes import is_pdf
+from .feed import in_scope
 from .store import FileRow, StoredFiles, written_since
 
 # A scan start before any file's ctime: every file whose size and mtime match its row is compared by
@@ -195,8 +196,6 @@ def diff_corpus(
 def _keep_undecodable_outside(out: CorpusDiff, undecodable: dict[str, tuple[int, int]], within: Within) -> None:
     """The files remembered as undecodable outside the scope stay remembered (the run rewrites the list
     from what its diff found)."""
-    from .feed import in_scope
-
     for path, (size, mtime_ns) in undecodable.items():
         if not in_scope(path, within.deep, within.shallow):
             out.undecodable.append(FoundFile(path, "", size, mtime_ns))

@@ -30,6 +30,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,10 +45,21 @@ FEED_VERSION = 1
 ANSWER_SECONDS = 2.0
 
 FILE, FOLDER, BARRIER = b"f", b"d", b"b"
+# The files of .ragx/watch/ besides the two above: a run's barrier and the watcher's answer to it (a
+# nonce each), and a session's log.
+BARRIER_PREFIX, ANSWER_PREFIX, LOG_PREFIX = "barrier-", "answer-", "feed-"
 
 
 def feed_dir(index_dir: Path) -> Path:
     return index_dir / FEED_DIR
+
+
+def answer_path(folder: Path, nonce: str) -> Path:
+    return folder / f"{ANSWER_PREFIX}{nonce}"
+
+
+def log_name(session: str) -> str:
+    return f"{LOG_PREFIX}{session}.log"
 
 
 @dataclass(frozen=True)
@@ -76,11 +88,13 @@ class Focus:
 @dataclass(frozen=True)
 class Heard:
     """What the feed offers an index run: the watcher's answer, the focus when the recorded cursor is
-    trusted (None: walk every file), and why not, for the report."""
+    trusted (None: walk every file), why not, for the report, and the walk's rules as this run saw them
+    (what its cursor records; "" without an answer)."""
 
     answer: Answer | None
     focus: Focus | None
     why_not: str | None
+    rules: str = ""
 
 
 def _watcher_alive(folder: Path) -> bool:
@@ -101,13 +115,11 @@ def _watcher_alive(folder: Path) -> bool:
 
 
 def ask(index_dir: Path, timeout: float = ANSWER_SECONDS) -> Answer | None:
-    """Put a barrier in the watcher's queue and wait for its answer; None without a live watcher or an
-    answer in time (the run then walks every file)."""
+    """Put a barrier in the watcher's queue and wait for its answer; None without an answer in time
+    (the run then walks every file)."""
     folder = feed_dir(index_dir)
-    if not _watcher_alive(folder):
-        return None
     nonce = uuid.uuid4().hex
-    barrier, answer = folder / f"barrier-{nonce}", folder / f"answer-{nonce}"
+    barrier, answer = folder / f"{BARRIER_PREFIX}{nonce}", answer_path(folder, nonce)
     try:
         os.close(os.open(barrier, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except OSError:
@@ -156,8 +168,9 @@ def cursor_of(answer: Answer, rules: str, unsafe: str | None = None) -> dict:
     return {"session": answer.session, "offset": answer.offset, "rules": rules} | ({"unsafe": unsafe} if unsafe else {})
 
 
-def hear(index_dir: Path, manifest: dict, rules: str) -> Heard:
-    """Ask the watcher, then decide whether the recorded cursor lets this run look at the changes alone."""
+def hear(index_dir: Path, manifest: dict, rules_now: Callable[[], str]) -> Heard:
+    """Ask the watcher, then decide whether the recorded cursor lets this run look at the changes alone.
+    `rules_now`: the walk's rules fingerprint (rules_fingerprint), worked out only when a watcher answers."""
     if not _watcher_alive(feed_dir(index_dir)):
         return Heard(None, None, None)  # no watcher: the plain walk, nothing to say
     answer = ask(index_dir)
@@ -165,6 +178,7 @@ def hear(index_dir: Path, manifest: dict, rules: str) -> Heard:
         return Heard(None, None, f"`ragx watch` did not answer within {ANSWER_SECONDS:g} s: every file is walked")
     if answer.untracked is not None:
         return Heard(None, None, f"`ragx watch` is not tracking ({answer.untracked}): every file is walked")
+    rules = rules_now()
     cursor = recorded_cursor(manifest)
     if cursor is None:
         why = "the watcher's first run: every file is walked once"
@@ -178,10 +192,10 @@ def hear(index_dir: Path, manifest: dict, rules: str) -> Heard:
         why = "the recorded cursor is past the watcher's log"
     else:
         try:
-            return Heard(answer, focus_of(read_records(answer.log, cursor["offset"], answer.offset)), None)
+            return Heard(answer, focus_of(read_records(answer.log, cursor["offset"], answer.offset)), None, rules)
         except (OSError, ValueError) as exc:
             why = f"the watcher's log cannot be read ({exc})"
-    return Heard(answer, None, why)
+    return Heard(answer, None, why, rules)
 
 
 def read_records(log: Path, start: int, end: int) -> list[tuple[bytes, str]]:

@@ -149,8 +149,7 @@ def scan(layout: Layout, store: Store, settings: Settings, full: bool, only: str
     `since`: the last run's scan start (ragx/index/diff.py: files written since are compared by content).
     `focus`: the folders a trusted change feed named (ragx/index/feed.py): only they are looked at."""
     # (an index with no trusted scan start compares every file once: CONFIRM_ALL, ragx/index/diff.py)
-    use_focus = focus is not None and not full and only is None and bool(since)
-    diff = _focused(layout, store, settings, since, focus, report) if use_focus and focus is not None else None
+    diff = _focused(layout, store, settings, since, focus, report) if focus is not None and not full and only is None and since else None
     stored = store.files(rows_on_demand=True) if diff is None else None  # under the writer lock: rows read when needed
     if diff is None:
         diff = diff_corpus(layout.root, settings, None if full else stored, None if full else store.undecodable(),

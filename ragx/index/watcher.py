@@ -28,7 +28,19 @@ from typing import Any
 
 from ..errors import UsageError
 from ..ingest.discover import ALWAYS_SKIPPED_DIRS
-from .feed import BARRIER, FILE, FOLDER, LOCK_FILE, WATCHER_FILE, feed_dir
+from .feed import (
+    ANSWER_PREFIX,
+    BARRIER,
+    BARRIER_PREFIX,
+    FILE,
+    FOLDER,
+    LOCK_FILE,
+    LOG_PREFIX,
+    WATCHER_FILE,
+    answer_path,
+    feed_dir,
+    log_name,
+)
 
 # File systems where changes made by another machine raise no event here: a feed would be blind to them.
 _REMOTE = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
@@ -88,7 +100,6 @@ class Watcher:
         self.log_fd = -1
         self.offset = 0
         self.untracked: str | None = None  # why the session cannot be trusted (None: it can)
-        self.folders = 0
         self.lock_fd = -1
 
     # ---- life
@@ -109,7 +120,7 @@ class Watcher:
             raise UsageError(f"another `ragx watch` is already watching {self.root_real}") from None
         self.lock_fd = fd
         for stale in self.folder.iterdir():  # left by a watcher that was killed: no run can trust them now
-            if stale.name.startswith(("feed-", "answer-")):
+            if stale.name.startswith((LOG_PREFIX, ANSWER_PREFIX)):
                 stale.unlink(missing_ok=True)
 
     def start(self) -> None:
@@ -126,9 +137,8 @@ class Watcher:
             for wd in list(self.paths):
                 self._unwatch(wd)
             self.untracked = str(exc)
-        self.folders = len(self.paths)
-        self._new_log()
-        self._answer([name[len("barrier-"):] for name in os.listdir(self.folder) if name.startswith("barrier-")], [])
+        self._new_log()  # and the barriers waiting (made before this session began): their runs walk every file
+        self._answer([name[len(BARRIER_PREFIX):] for name in os.listdir(self.folder) if name.startswith(BARRIER_PREFIX)], [])
 
     def close(self) -> None:
         self._close_inotify()
@@ -153,7 +163,7 @@ class Watcher:
     def _new_log(self) -> None:
         old = self.log_name
         self.session = uuid.uuid4().hex
-        self.log_name = f"feed-{self.session}.log"
+        self.log_name = log_name(self.session)
         if self.log_fd >= 0:
             os.close(self.log_fd)
         self.log_fd = os.open(self.folder / self.log_name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -242,8 +252,8 @@ class Watcher:
             if ev.wd == self.control:
                 if mask & (flags.DELETE_SELF | flags.MOVE_SELF | flags.IGNORED):
                     raise _Lost("the index folder was removed")
-                if mask & flags.CREATE and ev.name.startswith("barrier-"):
-                    barriers.append(ev.name[len("barrier-"):])
+                if mask & flags.CREATE and ev.name.startswith(BARRIER_PREFIX):
+                    barriers.append(ev.name[len(BARRIER_PREFIX):])
                 continue
             base = self.paths.get(ev.wd)
             if base is None:
@@ -273,8 +283,7 @@ class Watcher:
             else:
                 records[FILE + os.fsencode(rel) + b"\0"] = None
         if self.untracked and barriers:
-            self.start()  # try again: the run that asks walks every file in any case
-            self._answer(barriers, [])
+            self.start()  # try again (it answers the waiting barriers): the runs that ask walk every file in any case
             return bool(records)
         self._answer(barriers, list(records))
         if self.offset > MAX_LOG_BYTES:
@@ -299,7 +308,7 @@ class Watcher:
             answer = {"session": self.session, "offset": end, "log": self.log_name}
             if self.untracked:
                 answer["untracked"] = self.untracked
-            _write_json(self.folder / f"answer-{nonce}", answer)
+            _write_json(answer_path(self.folder, nonce), answer)
 
 
 def _write_json(path: Path, value: dict) -> None:
@@ -319,7 +328,7 @@ def watch(root: Path, index_dir: Path, say: Callable[[str], None], on_quiet: Cal
         watcher.start()
         if watcher.untracked:
             say(f"not tracking yet: {watcher.untracked}; index runs walk every file until it can")
-        say(f"watching {watcher.folders} folder(s) under {watcher.root_real}")
+        say(f"watching {len(watcher.paths)} folder(s) under {watcher.root_real}")
         # With on_quiet, the first run comes at once: it brings the index up to date and records the cursor.
         pending, last = on_quiet is not None, time.monotonic() - quiet_seconds
         while not stop():

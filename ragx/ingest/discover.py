@@ -304,6 +304,24 @@ def _info_exclude(gitdir: str) -> str:
     return os.path.join(gitdir, common, "info", "exclude") if common else os.path.join(gitdir, "info", "exclude")
 
 
+def _ignore_files_above(root_real: str) -> list[tuple[str, str, str | None]]:
+    """(the folder its patterns are relative to, path, the folder below it towards the root) of each
+    ignore file above the root, top first: the enclosing repository's info/exclude (None: judged with
+    the top's .gitignore), then each .gitignore from its top to the root's parent. Empty outside a
+    repository."""
+    repository = _enclosing_repository(root_real)
+    if repository is None:
+        return []
+    top, gitdir = repository
+    files: list[tuple[str, str, str | None]] = [(top, _info_exclude(gitdir), None)] if gitdir is not None else []
+    folder = top
+    for name in _posix_rel(root_real, top).split("/")[:-1]:
+        below = os.path.join(folder, name)
+        files.append((folder, os.path.join(folder, _GITIGNORE), below))
+        folder = below
+    return files
+
+
 # --------------------------------------------------------------------------------------------
 # the walk
 
@@ -374,18 +392,10 @@ class _Walker:
         then each .gitignore from its top down to the root's parent (the root's own is walked), each
         re-anchored at the root. None at all when the root lies in a folder those rules ignore: git
         looks no further there, so its rules say nothing about the folder the user asked for."""
-        repository = _enclosing_repository(self.root_real)
-        if repository is None:
-            return ()
-        top, gitdir = repository
         found: list[tuple[str, GitIgnoreSpec]] = []  # (the folder its patterns are relative to, rules)
-        if gitdir is not None:
-            self.add_rules(found, top, _info_exclude(gitdir))
-        folder = top
-        for name in _posix_rel(self.root_real, top).split("/")[:-1]:
-            self.add_rules(found, folder, os.path.join(folder, _GITIGNORE))
-            folder = os.path.join(folder, name)
-            if _ignored_above(folder, found):
+        for base, path, below in _ignore_files_above(self.root_real):
+            self.add_rules(found, base, path)
+            if below is not None and _ignored_above(below, found):
                 return ()
         return tuple(("", _Reanchored(spec, _posix_rel(self.root_real, base))) for base, spec in found)
 
@@ -488,14 +498,13 @@ class _Walker:
             stats = [entry.stat(follow_symlinks=False) for entry in entries]
         except OSError:  # vanished or unreadable: the general rules say what, entry by entry
             return entries
-        if any(st.st_nlink > 1 for st in stats if stat_mod.S_ISREG(st.st_mode)):
-            self.out.feed_unsafe = "some files are hard-linked"
         assert self.unchanged_of is not None
         stored, keys = self.unchanged_of.get, [rel_prefix + entry.name for entry in entries]
         until = _MTIME_NS_MAX if self.known_until_ns is None else self.known_until_ns
         limit = self.settings.max_file_bytes
+        # (a hard-linked file takes the general rules, which note it: Discovery.feed_unsafe)
         same = [stored(key) == (st.st_size, st.st_mtime_ns) and st.st_ctime_ns < until and st.st_size <= limit
-                and stat_mod.S_ISREG(st.st_mode) for key, st in zip(keys, stats)]
+                and stat_mod.S_ISREG(st.st_mode) and st.st_nlink == 1 for key, st in zip(keys, stats)]
         known = None if self.known is self.unchanged_of else self.known.get
         for i in [i for i, hit in enumerate(same) if hit]:  # the few names each such file is checked for
             name, key = entries[i].name, keys[i]
@@ -754,18 +763,8 @@ def ignore_files_above(root: str | Path) -> list[tuple[str, int, int, int]]:
     """(path, size, mtime_ns, ctime_ns; -1s when absent) of every ignore file above the root the walk may
     read (the enclosing repository's info/exclude, each .gitignore from its top to the root's parent):
     edits of them raise no event inside the root, so a change feed compares these instead."""
-    root_real = os.path.realpath(root)
-    repository = _enclosing_repository(root_real)
-    if repository is None:
-        return []
-    top, gitdir = repository
-    paths = [_info_exclude(gitdir)] if gitdir is not None else []
-    folder = top
-    for name in _posix_rel(root_real, top).split("/")[:-1]:
-        paths.append(os.path.join(folder, _GITIGNORE))
-        folder = os.path.join(folder, name)
     out = []
-    for path in paths:
+    for _, path, _ in _ignore_files_above(os.path.realpath(root)):
         try:
             st = os.stat(path)
             out.append((path, st.st_size, st.st_mtime_ns, st.st_ctime_ns))

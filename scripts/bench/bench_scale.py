@@ -448,7 +448,7 @@ def _start_watcher(root: Path) -> subprocess.Popen:
     """`ragx watch --no-index` on the corpus (ragx/index/watcher.py), once its first session is ready."""
     ready = root / ".ragx" / "watch" / "watcher.json"
     ready.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", "from ragx.cli.main import run; run()", "watch", "--no-index", "--root", str(root)],
+    proc = subprocess.Popen([sys.executable, "-m", "ragx.cli.main", "watch", "--no-index", "--root", str(root)],
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not ready.exists():

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 LIMIT = Path("/proc/sys/fs/inotify/max_queued_events")
-RAGX = [sys.executable, "-c", "from ragx.cli.main import run; run()"]
+RAGX = [sys.executable, "-m", "ragx.cli.main"]
 
 
 def index(root: Path) -> dict:
